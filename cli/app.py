@@ -1,0 +1,198 @@
+"""The `pto-cost` command line: parse, call the library, render. Errors: one line on stderr, exit 2."""
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from .options import request_options
+
+app = typer.Typer(
+    name="pto-cost",
+    help="Cycle estimates, plans and emulator checks for PTO tile instructions on Ascend A2/A3 and A5.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout instead of a table.")]
+StrategyOpt = Annotated[Optional[str], typer.Option("--strategy", help="Force an emission strategy (see `compare`).")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Cost model: auto, formula, pipeline.")]
+
+
+def _kwargs(req: dict) -> dict:
+    return {k: v for k, v in req.items() if v is not None}
+
+
+@app.command()
+@request_options
+def estimate(
+    op: Annotated[str, typer.Argument(help="Instruction, e.g. TMINS, TADD, TPARTMAX, BlockReduceMin.")],
+    strategy: StrategyOpt = None,
+    model: ModelOpt = "auto",
+    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the emulator check.")] = False,
+    json_out: JsonOpt = False,
+    req: dict = None,
+) -> None:
+    """Estimate the cycles of one instruction: strategy, model, breakdown, and whether its plan is verified."""
+    import costmodel
+    from . import render
+
+    kw = _kwargs(req)
+    e = costmodel.estimate(op, kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None), strategy=strategy,
+                           model=model, verify=not no_verify, **kw)
+    if json_out:
+        render.emit_json(e.to_dict())
+    else:
+        render.estimate_text(e)
+
+
+@app.command()
+@request_options
+def compare(
+    op: Annotated[str, typer.Argument(help="Instruction name.")],
+    model: ModelOpt = "auto",
+    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the emulator checks.")] = False,
+    json_out: JsonOpt = False,
+    req: dict = None,
+) -> None:
+    """Cost every legal emission strategy of one request; mark the default and the fastest."""
+    import costmodel
+    from . import render
+
+    kw = _kwargs(req)
+    ests = costmodel.compare_estimates(op, kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None), model=model,
+                                       verify=not no_verify, **kw)
+    if json_out:
+        best = min(e.cycles for e in ests)
+        default = next(e for e in ests if e.strategy_source == "default")
+        render.emit_json({"op": ests[0].op, "arch": ests[0].arch, "model": ests[0].model,
+                          "default": default.strategy, "fastest": next(e.strategy for e in ests if e.cycles == best),
+                          "strategies": [dict(e.to_dict(), default=e is default, fastest=e.cycles == best) for e in ests]})
+    else:
+        render.compare_text(ests)
+
+
+@app.command()
+@request_options
+def plan(
+    op: Annotated[str, typer.Argument(help="Instruction name.")],
+    strategy: StrategyOpt = None,
+    json_out: JsonOpt = False,
+    req: dict = None,
+) -> None:
+    """Print the plan (the intrinsic sequence or VF program) the implementation issues, like a disassembly."""
+    import costmodel
+    from . import render
+
+    kw = _kwargs(req)
+    p = costmodel.plan(op, kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None), strategy=strategy, **kw)
+    if json_out:
+        render.emit_json({"op": p.op, "arch": p.arch, "strategy": p.strategy, "counts": p.counts(),
+                          "listing": p.listing().splitlines()})
+    else:
+        sys.stdout.write(p.listing() + "\n")
+
+
+@app.command()
+@request_options
+def verify(
+    op: Annotated[str, typer.Argument(help="Instruction name.")],
+    strategy: Annotated[Optional[str], typer.Option("--strategy", help="A strategy name, or `all` for every legal one.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random input data.")] = 0,
+    json_out: JsonOpt = False,
+    req: dict = None,
+) -> None:
+    """Emulate the plan on random data and compare with the golden; exit 1 on a mismatch."""
+    from costmodel import lower
+    from costmodel.api import request
+    from costmodel.emulate.verify import verify as run_verify
+    from . import render
+
+    kw = _kwargs(req)
+    r = request(op, kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None), strategy=None if strategy == "all" else strategy, **kw)
+    names = lower.legal_strategies(r) if strategy == "all" else (lower.resolve_strategy(r)[0],)
+    results = []
+    for s in names:
+        v = run_verify(lower.lower(r, s), seed=seed)
+        results.append((s, v))
+    failed = any(v.ok is False for _, v in results)
+    if json_out:
+        render.emit_json({"op": r.op, "arch": r.arch, "ok": not failed, "results": [
+            {"strategy": s, "verified": v.label, "note": v.note,
+             "mismatches": [list(map(render._default, m)) for m in v.mismatches]} for s, v in results]})
+    else:
+        con = render.console()
+        for s, v in results:
+            style = {"yes": "green", "no": "red"}.get(v.label, "yellow")
+            con.print(f"{r.op} {r.arch} {s}: [{style}]{v.label}[/] — {v.note}")
+            for where, idx, got, want in v.mismatches:
+                con.print(f"    {where} {idx}: got {got!r}, expected {want!r}")
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def ops(
+    arch: Annotated[Optional[str], typer.Option("--arch", "-a", help="Only instructions available on this arch (a2a3, a5).")] = None,
+    family: Annotated[Optional[str], typer.Option("--family", "-f", help="Only this family (e.g. binary_scalar, partial).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the instruction catalogue with per-arch dtype support and whether a plan is modelled."""
+    from costmodel.arch import check_arch
+    from costmodel.catalog import families, instructions
+    from costmodel.errors import PtoCostError
+    from costmodel.lower import modelled
+
+    from . import render
+
+    rows = list(instructions())
+    if arch:
+        arch = check_arch(arch)
+        rows = [i for i in rows if i.dtypes_on(arch)]
+    if family:
+        if family not in families():
+            raise PtoCostError(f"unknown family {family!r}; families: {', '.join(families())}")
+        rows = [i for i in rows if i.family == family]
+    archs = [arch] if arch else ["a2a3", "a5"]
+    if json_out:
+        render.emit_json({"instructions": [
+            {"name": i.name, "family": i.family, "pipe": i.pipe, "summary": i.summary,
+             **{f"{a}_dtypes": list(i.dtypes_on(a)) for a in archs},
+             **{f"{a}_modelled": modelled(a, i.family) for a in archs}} for i in rows]})
+        return
+    from rich.table import Table
+
+    t = Table(title=f"PTO instructions ({len(rows)})")
+    t.add_column("name", style="bold")
+    t.add_column("family")
+    for a in archs:
+        t.add_column(f"{a} dtypes")
+    t.add_column("modelled")
+    for i in rows:
+        mod = ",".join(a for a in archs if modelled(a, i.family)) or "-"
+        t.add_row(i.name, i.family, *(" ".join(i.dtypes_on(a)) or "-" for a in archs), mod)
+    render.console().print(t)
+
+
+def main() -> None:
+    """Console entry point: run the app; library errors and usage errors become one line on stderr, exit 2."""
+    from costmodel.errors import PtoCostError
+
+    try:
+        app(standalone_mode=False)
+    except PtoCostError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # click usage errors and aborts
+        name = type(exc).__name__
+        if name in ("UsageError", "BadParameter", "MissingParameter", "NoSuchOption", "BadOptionUsage", "BadArgumentUsage"):
+            sys.stderr.write(f"error: {exc.format_message() if hasattr(exc, 'format_message') else exc}\n")
+            sys.exit(2)
+        if name == "Abort":
+            sys.stderr.write("aborted\n")
+            sys.exit(130)
+        raise

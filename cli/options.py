@@ -1,0 +1,53 @@
+"""Options shared by the commands that take one instruction request (estimate, plan, verify, compare)."""
+
+import functools
+import inspect
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+
+REQ = "Request"
+OPS = "Op parameters"
+
+# name -> (annotation, default); order is the order shown in --help
+REQUEST_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "shape": (Annotated[Optional[str], typer.Option("--shape", "-s", help="Static tile shape RxC, e.g. 64x64.", rich_help_panel=REQ)], None),
+    "dtype": (Annotated[str, typer.Option("--dtype", "-t", help="Element type: f16 f32 bf16 i8 u8 i16 u16 i32 u32 i64 u64 fp8_e4m3 fp8_e5m2 hif8 fp4_e1m2 fp4_e2m1 (fp16, float32, int8, ... accepted).", rich_help_panel=REQ)], "f16"),
+    "valid": (Annotated[Optional[str], typer.Option("--valid", help="Valid region RxC (default: the whole tile).", rich_help_panel=REQ)], None),
+    "arch": (Annotated[Optional[str], typer.Option("--arch", "-a", help="Target: a2a3 or a5 (default: $PTO_COST_ARCH, else a2a3).", rich_help_panel=REQ)], None),
+    "static_valid": (Annotated[bool, typer.Option("--static-valid", help="Tiles declare a compile-time valid shape (default: dynamic, as the measured tests do).", rich_help_panel=REQ)], False),
+    "dst_dtype": (Annotated[Optional[str], typer.Option("--dst-dtype", help="Destination element type (conversions).", rich_help_panel=REQ)], None),
+    "scalar": (Annotated[Optional[str], typer.Option("--scalar", help="Scalar operand of tile-scalar ops (default: a small value in the op's domain).", rich_help_panel=OPS)], None),
+    "order": (Annotated[Optional[str], typer.Option("--order", help="TDIVS operand order: tile_scalar (src/s, default) or scalar_tile (s/src).", rich_help_panel=OPS)], None),
+    "src0_valid": (Annotated[Optional[str], typer.Option("--src0-valid", help="TPART*: valid region of src0 (default: dst's).", rich_help_panel=OPS)], None),
+    "src1_valid": (Annotated[Optional[str], typer.Option("--src1-valid", help="TPART*: valid region of src1 (default: dst's).", rich_help_panel=OPS)], None),
+    "expand_mode": (Annotated[Optional[int], typer.Option("--expand-mode", help="TROWEXPAND*: 1 = col-major Rx1 scalars, 2 = row-major one 32-byte block per row.", rich_help_panel=OPS)], None),
+    "expanded": (Annotated[Optional[str], typer.Option("--expanded", help="TROWEXPAND<op>: which source is the per-row operand, src0 or src1 (default src1).", rich_help_panel=OPS)], None),
+    "idx_dtype": (Annotated[Optional[str], typer.Option("--idx-dtype", help="TPARTARGMAX/MIN index type (default i32).", rich_help_panel=OPS)], None),
+    "repeat": (Annotated[Optional[int], typer.Option("--repeat", help="BlockReduce*: repeat count 1..255 (default: the whole src tile).", rich_help_panel=OPS)], None),
+    "mask": (Annotated[Optional[str], typer.Option("--mask", help="BlockReduce*: N (first N lanes) or HI:LO bit mask (default: all lanes).", rich_help_panel=OPS)], None),
+    "dst_rep_stride": (Annotated[Optional[int], typer.Option("--dst-rep-stride", help="BlockReduce*: dst repeat stride in repeat outputs (default 1).", rich_help_panel=OPS)], None),
+    "src_blk_stride": (Annotated[Optional[int], typer.Option("--src-blk-stride", help="BlockReduce*: src block stride in 32-byte blocks (default 1).", rich_help_panel=OPS)], None),
+    "src_rep_stride": (Annotated[Optional[int], typer.Option("--src-rep-stride", help="BlockReduce*: src repeat stride in 32-byte blocks (default 8).", rich_help_panel=OPS)], None),
+    "in_place": (Annotated[bool, typer.Option("--in-place", help="The op writes over its source (selects in-place code paths).", rich_help_panel=OPS)], False),
+}
+
+
+def request_options(fn: Callable) -> Callable:
+    """Decorator: append the shared request options to a typer command; they arrive as `req: dict`."""
+    sig = inspect.signature(fn)
+    own = [p for p in sig.parameters.values() if p.name != "req"]
+    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
+             for name, (ann, default) in REQUEST_OPTIONS.items()]
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        req = {name: kwargs.pop(name) for name in REQUEST_OPTIONS if name in kwargs}
+        if not req.get("in_place"):
+            req.pop("in_place", None)
+        return fn(*args, req=req, **kwargs)
+
+    pos = [p for p in own if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    kw = [p for p in own if p not in pos]
+    wrapper.__signature__ = sig.replace(parameters=pos + [p.replace(kind=p.KEYWORD_ONLY) for p in kw] + extra)
+    return wrapper

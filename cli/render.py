@@ -1,0 +1,85 @@
+"""Render estimates, comparisons and catalogue rows as rich text or JSON (stdout)."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+def console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def emit_json(doc: dict[str, Any]) -> None:
+    """Write one JSON document (with schema and tool version) to stdout."""
+    from costmodel import __version__
+
+    out = {"schema_version": SCHEMA_VERSION, "tool": f"pto-cost {__version__}", **doc}
+    sys.stdout.write(json.dumps(out, indent=2, default=_default) + "\n")
+
+
+def _default(value: Any) -> Any:
+    try:
+        return value.item()
+    except AttributeError:
+        return str(value)
+
+
+def fmt_cycles(c: float) -> str:
+    return f"{c:,.0f}" if abs(c - round(c)) < 1e-9 else f"{c:,.1f}"
+
+
+def breakdown_text(breakdown) -> str:
+    return "  ".join(f"{k} {fmt_cycles(v)}" for k, v in breakdown) or "-"
+
+
+def estimate_text(e) -> None:
+    """Print one estimate as a small key/value table."""
+    from rich.table import Table
+
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold")
+    t.add_column()
+    req = e.request
+    t.add_row("op", f"{e.op}")
+    t.add_row("arch", f"{e.arch} ({e.arch_source})")
+    if req is not None:
+        t.add_row("tiles", "; ".join(f"{k} {tile.describe()}" for k, tile in req.tiles))
+        if req.params:
+            t.add_row("params", " ".join(f"{k}={v}" for k, v in req.params))
+    t.add_row("strategy", f"{e.strategy} ({e.strategy_source})")
+    t.add_row("model", e.model)
+    t.add_row("cycles", fmt_cycles(e.cycles))
+    t.add_row("breakdown", breakdown_text(e.breakdown))
+    verified = e.to_dict()["verified"]
+    style = {"yes": "green", "no": "red"}.get(verified, "yellow")
+    t.add_row("verified", f"[{style}]{verified}[/] ({e.verify_note})")
+    for n in e.notes:
+        t.add_row("note", n)
+    console().print(t)
+
+
+def compare_text(ests) -> None:
+    """Print one row per strategy with cycles, breakdown and verified; mark the fastest and the default."""
+    from rich.table import Table
+
+    best = min(e.cycles for e in ests)
+    default = next((e for e in ests if e.strategy_source == "default"), ests[0])
+    e0 = ests[0]
+    t = Table(title=f"{e0.op} on {e0.arch} — {e0.request.dst.describe() if e0.request else ''} — model {e0.model}")
+    for col in ("strategy", "cycles", "vs default", "breakdown", "verified"):
+        t.add_column(col, justify="right" if col in ("cycles", "vs default") else "left")
+    for e in ests:
+        tags = []
+        if e is default:
+            tags.append("default")
+        if e.cycles == best:
+            tags.append("fastest")
+        name = e.strategy + (f" ({', '.join(tags)})" if tags else "")
+        rel = (e.cycles / default.cycles - 1) * 100 if default.cycles else 0.0
+        t.add_row(name, fmt_cycles(e.cycles), f"{rel:+.1f}%", breakdown_text(e.breakdown), e.to_dict()["verified"])
+    console().print(t)

@@ -1,0 +1,12 @@
+"""pto-cost: cycle cost models, plan emulators and tuning tools for PTO tile instructions.
+
+Public API: `estimate`, `compare`, `plan`, `catalog`, `golden` (and `sweep`, `best_strategy` as they land).
+"""
+from .api import catalog, compare, compare_estimates, estimate, estimate_request, plan, request
+from .errors import PtoCostError
+from .golden import golden
+
+__version__ = "0.1.0"
+
+__all__ = ["estimate", "compare", "compare_estimates", "plan", "catalog", "golden", "request", "estimate_request",
+           "PtoCostError", "__version__"]

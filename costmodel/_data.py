@@ -1,0 +1,25 @@
+"""Locate and read the CSV tables shipped in `data/` (installed as the package `pto_cost_data`)."""
+from __future__ import annotations
+
+import csv
+import functools
+from importlib import resources
+from pathlib import Path
+
+
+def data_path(name: str) -> Path:
+    """Return the filesystem path of a shipped data file (works installed and from a source tree)."""
+    try:
+        path = Path(str(resources.files("pto_cost_data") / name))
+        if path.exists():
+            return path
+    except ModuleNotFoundError:
+        pass
+    return Path(__file__).resolve().parent.parent / "data" / name
+
+
+@functools.cache
+def read_rows(name: str) -> tuple[dict[str, str], ...]:
+    """Return the rows of a shipped CSV table as dicts of strings, in file order."""
+    with open(data_path(name), newline="", encoding="utf-8") as fh:
+        return tuple(dict(row) for row in csv.DictReader(fh))

@@ -1,0 +1,110 @@
+"""The public API: estimate, compare, plan, catalog, golden (DESIGN.md §2)."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from . import lower as _lower
+from .emulate.verify import verify as _verify
+from .errors import PtoCostError
+from .models import registry
+from .operands import make_request
+from .plan import Plan
+from .request import Estimate, Request
+
+DEFAULT_ARCH = "a2a3"
+
+
+def resolve_arch(arch: str | None) -> tuple[str, str]:
+    """Return (arch, source): the explicit value ('option'), else $PTO_COST_ARCH ('env'), else 'a2a3' ('default')."""
+    if arch:
+        return arch, "option"
+    env = os.environ.get("PTO_COST_ARCH")
+    if env:
+        return env, "env"
+    return DEFAULT_ARCH, "default"
+
+
+def request(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = None, strategy: str | None = None,
+            **params: Any) -> Request:
+    """Return the checked Request (see `operands.make_request` for the accepted parameters)."""
+    arch, _ = resolve_arch(arch)
+    return make_request(op, shape, dtype, arch=arch, strategy=strategy, **params)
+
+
+def plan(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = None, strategy: str | None = None,
+         **params: Any) -> Plan:
+    """Return the plan the arch's PTO implementation issues (or the forced strategy's plan)."""
+    return _lower.lower(request(op, shape, dtype, arch, strategy, **params))
+
+
+def estimate_request(req: Request, *, model: str = "auto", verify: bool = True, arch_source: str = "option",
+                     seed: int = 0) -> Estimate:
+    """Return the Estimate of a prepared request: lower, cost and (optionally) emulate against the golden."""
+    strategy, source = _lower.resolve_strategy(req)
+    p = _lower.lower(req, strategy)
+    m = registry.model_for(req.arch, model)
+    cycles, breakdown = m.cost(p)
+    if verify:
+        v = _verify(p, seed=seed)
+        verified, note = v.ok, v.note
+    else:
+        verified, note = None, "not checked (verify=False)"
+    return Estimate(req.op, req.arch, strategy, m.name, float(cycles), tuple(breakdown), verified, note, source,
+                    arch_source, p, req, p.notes)
+
+
+def estimate(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = None, strategy: str | None = None,
+             model: str = "auto", verify: bool = True, **params: Any) -> Estimate:
+    """Return cycles, breakdown, strategy and verification for one instruction request."""
+    arch, src = resolve_arch(arch)
+    req = make_request(op, shape, dtype, arch=arch, strategy=strategy, **params)
+    return estimate_request(req, model=model, verify=verify, arch_source=src)
+
+
+def compare_estimates(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = None, model: str = "auto",
+                      verify: bool = True, **params: Any) -> list[Estimate]:
+    """Return one Estimate per legal strategy, the default first."""
+    arch, src = resolve_arch(arch)
+    req = make_request(op, shape, dtype, arch=arch, **params)
+    default = _lower.resolve_strategy(req)[0]
+    out = []
+    for s in _lower.legal_strategies(req):
+        e = estimate_request(req.with_strategy(s), model=model, verify=verify, arch_source=src)
+        out.append(e if s != default else _as_default(e))
+    return out
+
+
+def _as_default(e: Estimate) -> Estimate:
+    from dataclasses import replace
+
+    return replace(e, strategy_source="default")
+
+
+def compare(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = None, model: str = "auto",
+            verify: bool = True, **params: Any):
+    """Return a pandas DataFrame with one row per legal strategy: cycles, breakdown terms, verified, default, fastest."""
+    import pandas as pd
+
+    rows = []
+    ests = compare_estimates(op, shape, dtype, arch, model, verify, **params)
+    best = min(e.cycles for e in ests)
+    for e in ests:
+        row = {"strategy": e.strategy, "cycles": e.cycles, "model": e.model, "arch": e.arch,
+               "verified": e.to_dict()["verified"], "default": e.strategy_source == "default",
+               "fastest": e.cycles == best}
+        row.update({f"bd_{k}": v for k, v in e.breakdown})
+        rows.append(row)
+    return pd.DataFrame(rows).fillna(0.0)
+
+
+def catalog():
+    """Return the instruction catalogue as a pandas DataFrame (one row per instruction)."""
+    import pandas as pd
+
+    from ._data import read_rows
+
+    return pd.DataFrame(list(read_rows("catalog.csv")))
+
+
+__all__ = ["estimate", "compare", "plan", "catalog", "request", "estimate_request", "compare_estimates", "PtoCostError"]

@@ -1,0 +1,100 @@
+"""The instruction catalogue (data/catalog.csv): family, pipe, per-arch dtype support, kernel, test domain."""
+from __future__ import annotations
+
+import difflib
+import functools
+from dataclasses import dataclass
+
+from ._data import read_rows
+from .arch import ARCHES, check_arch
+from .errors import UnknownOpError, UnsupportedDtypeError
+from .dtypes import DType, dtype as as_dtype
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One catalogue row. `dtypes[arch]` holds dtype names, or `src>dst` pairs for conversions."""
+
+    name: str
+    family: str
+    pipe: str
+    dtypes: tuple[tuple[str, tuple[str, ...]], ...]
+    kernel: str
+    domain: str
+    eps: float
+    scalar: str
+    summary: str
+    constraints: str
+
+    def dtypes_on(self, arch: str) -> tuple[str, ...]:
+        """Return the dtype tokens accepted on `arch` (empty: not available there)."""
+        return dict(self.dtypes).get(check_arch(arch), ())
+
+    def source_dtypes_on(self, arch: str) -> tuple[str, ...]:
+        """Return the source element types accepted on `arch` (the left side of `src>dst` pairs)."""
+        seen: dict[str, None] = {}
+        for tok in self.dtypes_on(arch):
+            seen[tok.split(">")[0]] = None
+        return tuple(seen)
+
+    def check_dtype(self, arch: str, dt: DType, dst: DType | None = None) -> None:
+        """Raise UnsupportedDtypeError unless the instruction accepts `dt` (-> `dst`) on `arch`."""
+        toks = self.dtypes_on(arch)
+        if not toks:
+            other = [a for a in ARCHES if self.dtypes_on(a)]
+            where = f"; it is available on {', '.join(other)}" if other else ""
+            raise UnsupportedDtypeError(f"{self.name} is not available on {arch}{where}")
+        if any(">" in t for t in toks):
+            if dst is None:
+                accepted = " ".join(toks)
+                raise UnsupportedDtypeError(f"{self.name} needs a destination dtype on {arch} (--dst-dtype); accepted pairs: {accepted}")
+            if f"{dt.name}>{dst.name}" not in toks:
+                raise UnsupportedDtypeError(
+                    f"{self.name} does not support {dt.name}->{dst.name} on {arch}; accepted pairs: {' '.join(toks)}")
+            return
+        if "any" in toks:
+            return
+        if dt.name not in toks:
+            raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {' '.join(toks)}")
+
+
+@functools.cache
+def _instructions() -> dict[str, Instruction]:
+    out: dict[str, Instruction] = {}
+    for row in read_rows("catalog.csv"):
+        eps = row.get("eps", "").strip()
+        inst = Instruction(
+            name=row["name"],
+            family=row["family"],
+            pipe=row["pipe"],
+            dtypes=tuple((a, tuple(row.get(f"{a}_dtypes", "").split())) for a in ARCHES),
+            kernel=row.get("kernel", "").strip(),
+            domain=row.get("domain", "").strip(),
+            eps=float(eps) if eps else 0.0,
+            scalar=row.get("scalar", "").strip(),
+            summary=row.get("summary", ""),
+            constraints=row.get("constraints", ""),
+        )
+        out[inst.name.upper()] = inst
+    return out
+
+
+def instructions() -> tuple[Instruction, ...]:
+    """Return every catalogue instruction in file order."""
+    return tuple(_instructions().values())
+
+
+def instruction(name: str) -> Instruction:
+    """Return the catalogue row for `name` (case-insensitive), or raise naming close matches."""
+    table = _instructions()
+    found = table.get(str(name).strip().upper())
+    if found is None:
+        close = difflib.get_close_matches(str(name).upper(), list(table), n=3)
+        hint = f"; did you mean {', '.join(table[c].name for c in close)}?" if close else ""
+        raise UnknownOpError(f"unknown op {name!r}{hint} (`pto-cost ops` lists all {len(table)} instructions)")
+    return found
+
+
+def families() -> tuple[str, ...]:
+    """Return the distinct family keys in catalogue order."""
+    return tuple(dict.fromkeys(i.family for i in instructions()))

@@ -1,0 +1,173 @@
+"""Execute an A2/A3 plan on a byte image of the unified buffer (isa.md §7.1 emulator spec).
+
+Normal mode: `repeat` repeats of 8 datablocks, lane p of a repeat active iff mask bit p is set (32-bit and
+wider types use only the low word). Counter mode: the mask's low word is an element count N, the call walks
+ceil(N / lanes) repeats and lane p of repeat r is active iff r*lanes + p < N. Strides are in 32-byte blocks;
+inactive lanes are not written (inferred, isa.md §7.1). Repeats of one call are executed as one vectorised
+gather/compute/scatter, which matches sequential execution when a call does not read what it writes in an
+earlier repeat (PTO plans never do).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .._data import read_rows
+from ..arch import constants
+from ..dtypes import DType, dtype as as_dtype
+from ..golden.kernels import apply
+from ..isa_a2a3 import Addr, CopyUB, PipeBarrier, ScalarLoop, SetMaskMode, SetVectorMask, VecOp
+from ..plan import Plan
+from .ub import UnifiedBuffer, initial_image
+
+_A = constants("a2a3")
+BLOCK = _A.block_bytes
+
+
+@functools.cache
+def intrinsic_table() -> dict[str, tuple[str, str]]:
+    """Return intrinsic -> (kind, kernel) from data/a2a3_intrinsics.csv."""
+    return {r["intrinsic"]: (r["kind"], r["kernel"]) for r in read_rows("a2a3_intrinsics.csv")}
+
+
+class VectorState:
+    """Mask mode and mask register of the vector unit."""
+
+    def __init__(self) -> None:
+        self.mode = "norm"
+        self.hi = (1 << 64) - 1
+        self.lo = (1 << 64) - 1
+
+
+def _active(state: VectorState, lanes: int, repeat: int) -> np.ndarray:
+    """Return a (repeats, lanes) boolean array of active lanes for the current mask state."""
+    if state.mode == "count":
+        n = state.lo
+        reps = math.ceil(n / lanes)
+        idx = np.arange(reps)[:, None] * lanes + np.arange(lanes)[None, :]
+        return idx < n
+    bits = state.lo | ((state.hi << 64) if lanes > 64 else 0)
+    lane_bits = np.array([(bits >> p) & 1 for p in range(lanes)], dtype=bool)
+    return np.broadcast_to(lane_bits, (max(repeat, 0), lanes))
+
+
+def _addresses(plan_base: int, addr: Addr, esize: int, shape: tuple[int, int]) -> np.ndarray:
+    reps, lanes = shape
+    epb = BLOCK // esize
+    p = np.arange(lanes)
+    blk, e = p // epb, p % epb
+    r = np.arange(reps)[:, None]
+    return plan_base + addr.offset + (r * addr.rep_stride + blk[None, :] * addr.blk_stride) * BLOCK + e[None, :] * esize
+
+
+def _scalar(value, dt: DType) -> np.ndarray:
+    return np.asarray(value).astype(dt.np)
+
+
+def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kind: str, kernel: str) -> None:
+    dt = as_dtype(op.dtype)
+    out_dt = as_dtype(op.dst_dtype) if op.dst_dtype else dt
+    lanes = _A.repeat_bytes * 8 // max(dt.bits, out_dt.bits)
+    act = _active(state, lanes, op.repeat)
+    if not act.any():
+        return
+    dst_addr = _addresses(bases[op.dst.buf], op.dst, out_dt.bits // 8, act.shape)[act]
+    srcs = [ub.read(_addresses(bases[s.buf], s, dt.bits // 8, act.shape)[act], dt) for s in op.srcs]
+    if kind == "dup":
+        result = np.broadcast_to(_scalar(op.scalar, out_dt), dst_addr.shape)
+    elif kind == "convert":
+        from ..golden.convert import convert
+
+        result = convert(srcs[0], out_dt, op.mode or "rint")
+    elif kind == "scalar":
+        result = apply(kernel, srcs[0], np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape))
+    else:
+        result = apply(kernel, *srcs)
+    ub.write(dst_addr, result, out_dt)
+
+
+def _block_reduce(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
+    """vcgmax/vcgmin/vcgadd: one result per 32-byte datablock; a block with no active lane is not written."""
+    from ..golden.blockreduce import reduce_blocks
+
+    dt = as_dtype(op.dtype)
+    esize = dt.bits // 8
+    lanes = _A.repeat_bytes // esize
+    act = _active(state, lanes, op.repeat)
+    reps = act.shape[0]
+    if reps == 0:
+        return
+    vals = ub.read(_addresses(bases[op.srcs[0].buf], op.srcs[0], esize, act.shape), dt)
+    epb = BLOCK // esize
+    res, any_active = reduce_blocks(kernel, vals.reshape(reps, 8, epb), act.reshape(reps, 8, epb))
+    r = np.arange(reps)[:, None]
+    b = np.arange(8)[None, :]
+    dst = bases[op.dst.buf] + op.dst.offset + (r * op.dst.rep_stride * 8 + b) * esize
+    ub.write(dst[any_active], res[any_active], dt)
+
+
+def _copy(ub: UnifiedBuffer, bases: dict[str, int], op: CopyUB) -> None:
+    n = op.len_burst * BLOCK
+    for i in range(op.n_burst):
+        s = bases[op.src.buf] + op.src.offset + i * (op.len_burst + op.src_gap) * BLOCK
+        d = bases[op.dst.buf] + op.dst.offset + i * (op.len_burst + op.dst_gap) * BLOCK
+        ub.bytes[d:d + n] = ub.bytes[s:s + n].copy()
+
+
+def _scalar_loop(ub: UnifiedBuffer, bases: dict[str, int], op: ScalarLoop) -> None:
+    dt = as_dtype(op.dtype)
+    size = dt.bits // 8
+    r = np.arange(op.rows)[:, None]
+    k = np.arange(op.count)[None, :]
+
+    def addr(a: Addr, stride: int) -> np.ndarray:
+        return bases[a.buf] + a.offset + r * stride + k * size
+
+    dst = addr(op.dst, op.row_stride_bytes[0])
+    srcs = [ub.read(addr(s, st), dt) for s, st in zip(op.srcs, op.row_stride_bytes[1:])]
+    s = np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape)
+    operands = (s, srcs[0]) if op.reverse else (srcs[0], s)
+    ub.write(dst, apply(op.kernel, *operands), dt)
+
+
+def execute(plan: Plan, ub: UnifiedBuffer) -> None:
+    """Run every instruction of the plan on `ub` in order."""
+    bases = {b.name: b.offset for b in plan.buffers}
+    state = VectorState()
+    table = intrinsic_table()
+    for instr in plan.body:
+        if isinstance(instr, VecOp):
+            kind, kernel = table[instr.intrinsic] if instr.intrinsic in table else _family_of(instr.intrinsic)
+            if kind == "block_reduce":
+                _block_reduce(ub, bases, instr, state, kernel)
+            else:
+                _elementwise(ub, bases, instr, state, kind, kernel)
+        elif isinstance(instr, SetMaskMode):
+            state.mode = instr.mode
+        elif isinstance(instr, SetVectorMask):
+            state.hi, state.lo = instr.hi, instr.lo
+        elif isinstance(instr, CopyUB):
+            _copy(ub, bases, instr)
+        elif isinstance(instr, ScalarLoop):
+            _scalar_loop(ub, bases, instr)
+        elif isinstance(instr, PipeBarrier):
+            pass
+        else:
+            raise TypeError(f"the A2/A3 emulator cannot execute {type(instr).__name__}")
+
+
+def _family_of(intrinsic: str) -> tuple[str, str]:
+    if intrinsic.startswith("vconv"):
+        return "convert", "convert"
+    raise KeyError(f"intrinsic {intrinsic} is not in data/a2a3_intrinsics.csv")
+
+
+def run(plan: Plan, inputs: dict[str, np.ndarray], seed: int = 0) -> tuple[UnifiedBuffer, UnifiedBuffer]:
+    """Return (initial, final) UB images after running the plan with the given input tiles."""
+    ub = initial_image(plan, inputs, _A.ub_bytes, seed)
+    before = UnifiedBuffer.__new__(UnifiedBuffer)
+    before.bytes = ub.bytes.copy()
+    execute(plan, ub)
+    return before, ub

@@ -1,0 +1,78 @@
+"""Golden semantics: what each instruction computes, on numpy arrays, independent of any plan (isa.md §4).
+
+`golden(op, *operands, valid=None, **params)` takes the source tiles at their static shapes and returns the
+destination at its static shape; elements outside the destination's valid region are 0 (or copied from
+`out=` when given), like the tests' pre-zeroed GM.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..catalog import instruction
+from ..errors import NotModelledError, ParamError
+from .kernels import apply
+
+Region = tuple[int, int]
+
+
+def _region(valid: Any, shape: tuple[int, int]) -> Region:
+    if valid is None:
+        return shape
+    return int(valid[0]), int(valid[1])
+
+
+def _blank(shape: tuple[int, ...], dtype: np.dtype, out: np.ndarray | None) -> np.ndarray:
+    return np.zeros(shape, dtype=dtype) if out is None else np.array(out, dtype=dtype, copy=True)
+
+
+def _scalar(params: dict[str, Any], dtype: np.dtype, op: str) -> np.ndarray:
+    if params.get("scalar") is None:
+        raise ParamError(f"{op} needs a scalar (scalar=...)")
+    return np.asarray(params["scalar"]).astype(dtype)
+
+
+def _elementwise(inst, operands: Sequence[np.ndarray], valid, out, params) -> np.ndarray:
+    first = np.asarray(operands[0])
+    vr, vc = _region(valid, first.shape)
+    region = tuple(np.asarray(a)[:vr, :vc] for a in operands)
+    if inst.family == "binary_scalar":
+        s = np.broadcast_to(_scalar(params, first.dtype, inst.name), region[0].shape)
+        args = (s, region[0]) if params.get("order") == "scalar_tile" else (region[0], s)
+    else:
+        args = region
+    dst = _blank(first.shape, first.dtype, out)
+    dst[:vr, :vc] = apply(inst.kernel, *args)
+    return dst
+
+
+_FAMILIES = {
+    "unary": _elementwise,
+    "binary": _elementwise,
+    "binary_scalar": _elementwise,
+}
+
+
+def register(family: str):
+    """Decorator: register the golden function of a family (signature (inst, operands, valid, out, params))."""
+    def deco(fn):
+        _FAMILIES[family] = fn
+        return fn
+    return deco
+
+
+def golden(op: str, *operands: np.ndarray, valid: Any = None, out: np.ndarray | None = None, **params: Any) -> np.ndarray:
+    """Return the destination tile that `op` computes from `operands` (static shapes) over the valid region.
+
+    `valid` is the destination's valid (rows, cols) — sources are read at the same (i, j) — or, for ops whose
+    operands have their own regions (TPART*), a sequence of regions: destination first, then each source.
+    """
+    inst = instruction(op)
+    fn = _FAMILIES.get(inst.family)
+    if fn is None or not inst.kernel:
+        raise NotModelledError(f"no golden semantics for {inst.name} ({inst.family}) yet")
+    return fn(inst, operands, valid, out, params)
+
+
+from . import families as _families  # noqa: E402,F401  (registers the remaining families)

@@ -1,0 +1,66 @@
+"""Lowering: request -> Plan, per arch and family; offers every legal strategy and picks the default."""
+from __future__ import annotations
+
+import importlib
+
+from ..errors import NotModelledError, StrategyError
+from ..plan import Plan
+from ..request import Request
+
+# (arch, family) -> module implementing strategies(req) and lower(req, strategy)
+_MODULES = {
+    ("a2a3", "unary"): "costmodel.lower.a2a3.elementwise",
+    ("a2a3", "binary"): "costmodel.lower.a2a3.elementwise",
+    ("a2a3", "binary_scalar"): "costmodel.lower.a2a3.elementwise",
+}
+
+
+def register(arch: str, family: str, module: str) -> None:
+    """Declare the module that lowers `family` on `arch`."""
+    _MODULES[(arch, family)] = module
+
+
+def _module(req: Request):
+    name = _MODULES.get((req.arch, req.family))
+    if name is None:
+        modelled = sorted({f for a, f in _MODULES if a == req.arch})
+        raise NotModelledError(f"{req.op} ({req.family}) is in the catalogue but has no {req.arch} lowering yet; "
+                               f"modelled families on {req.arch}: {', '.join(modelled)}")
+    return importlib.import_module(name)
+
+
+def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
+    """Return (default strategy, {strategy: None if legal else why not}) for the request."""
+    return _module(req).strategies(req)
+
+
+def legal_strategies(req: Request) -> tuple[str, ...]:
+    """Return the legal strategies, default first."""
+    default, table = strategies(req)
+    return (default, *(k for k, v in table.items() if v is None and k != default))
+
+
+def resolve_strategy(req: Request) -> tuple[str, str]:
+    """Return (strategy, source) where source is 'forced' or 'default'; raises StrategyError if illegal."""
+    default, table = strategies(req)
+    if req.strategy is None:
+        return default, "default"
+    match = {k.lower(): k for k in table}.get(req.strategy.lower())
+    if match is None:
+        raise StrategyError(f"unknown strategy {req.strategy!r} for {req.op} on {req.arch}; strategies: {', '.join(table)}")
+    if table[match]:
+        ok = ", ".join(k for k, v in table.items() if v is None)
+        raise StrategyError(f"strategy {match} is illegal for this {req.op} request: {table[match]}; legal: {ok}")
+    return match, "forced"
+
+
+def lower(req: Request, strategy: str | None = None) -> Plan:
+    """Return the plan for the request in `strategy` (default: the request's, else the implementation's)."""
+    if strategy is None:
+        strategy, _ = resolve_strategy(req)
+    return _module(req).lower(req, strategy)
+
+
+def modelled(arch: str, family: str) -> bool:
+    """Whether a lowering exists for `family` on `arch`."""
+    return (arch, family) in _MODULES

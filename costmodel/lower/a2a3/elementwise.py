@@ -1,0 +1,120 @@
+"""A2/A3 lowering of elementwise families (tile-scalar, tile-tile, unary): mode choice per costmodel.md §6."""
+from __future__ import annotations
+
+import math
+
+from ...arch import constants
+from ...dtypes import dtype as as_dtype
+from ...errors import StrategyError
+from ...plan import Plan
+from ...request import Request
+from ...tiles import Tile
+from ..alloc import allocate
+from . import modes
+from .modes import Stream
+from .steps import build
+from .table import LoweringRow, lowering_row
+
+_A = constants("a2a3")
+SMALL_RPT = _A.small_repeat_threshold
+
+
+def epr_of(req: Request, row: LoweringRow) -> int:
+    """Elements per repeat of the op's first step (256 B over the widest type it touches)."""
+    widest = max([t.dtype.bits for _, t in req.tiles] + [_scratch_dtype(req, d).bits for _, d in row.scratch])
+    return _A.repeat_bytes * 8 // widest
+
+
+def _scratch_dtype(req: Request, spec: str):
+    return req.dst.dtype if spec == "dst" else as_dtype(spec)
+
+
+def _static_contiguous(t: Tile) -> bool:
+    return (t.static_valid and t.valid_cols == t.cols) or t.rows == 1
+
+
+def _runtime_contiguous(t: Tile) -> bool:
+    return t.valid_cols == t.cols or t.valid_rows <= 1
+
+
+def _two_level_choice(tiles: list[Tile], vc: int, epr: int) -> str:
+    """The non-contiguous (2-level) rule shared by binary-scalar, binary and unary ops."""
+    if all(t.cols // epr > 1 and t.rows * (t.cols // epr) < SMALL_RPT for t in tiles):
+        return "2LCount"
+    if all(t.rows < t.cols // epr + 1 for t in tiles):
+        return "2LCount" if vc % epr else "2LNormColVLAlign"
+    return "2LNormRowRpt"
+
+
+def default_mode(rule: str, req: Request, epr: int) -> str:
+    """Return the mode the A2/A3 PTO implementation picks for this request (costmodel.md §6)."""
+    tiles = [t for _, t in req.tiles]
+    d = req.dst
+    vr, vc = d.valid_rows, d.valid_cols
+    same_shape = len({t.shape for t in tiles}) == 1
+    if rule == "binary":
+        if d.rows <= _A.max_repeat and d.cols < epr:
+            return "1LNormSmall"
+        if not same_shape:
+            return "2LNormRowRpt"
+    if all(_static_contiguous(t) for t in tiles):
+        total = math.ceil(d.rows * d.cols / epr)
+        non_vl = d.cols % epr != 0 and d.cols > epr and rule != "unary"
+        return "1LCount" if non_vl or total > _A.max_repeat else "1LNorm"
+    if rule in ("binary", "unary") and same_shape and all(_runtime_contiguous(t) for t in tiles):
+        total = math.ceil(vr * vc / epr)
+        non_vl = vc > epr and vc % epr != 0 and rule == "binary"
+        return "1LCount" if non_vl or total > _A.max_repeat else "1LNorm"
+    return _two_level_choice(tiles, vc, epr)
+
+
+def legal_modes(rule: str, req: Request, epr: int) -> dict[str, str | None]:
+    """Return every mode with None if it is legal for the request, else the reason it is not."""
+    tiles = [t for _, t in req.tiles]
+    vr, vc = req.dst.valid_rows, req.dst.valid_cols
+    contiguous = all(_runtime_contiguous(t) for t in tiles)
+    out: dict[str, str | None] = {
+        "1LCount": None if contiguous else "needs contiguous data (valid cols == cols, or one row)",
+        "1LNorm": None if contiguous else "needs contiguous data (valid cols == cols, or one row)",
+        "2LCount": None,
+        "2LNormColVLAlign": None if vc % epr == 0 else f"needs valid cols ({vc}) to be a multiple of {epr} elements per repeat",
+        "2LNormRowRpt": None,
+    }
+    if rule == "binary":
+        small_ok = vc <= epr and all(t.cols * t.dtype.bits // 256 <= _A.max_repeat_stride for t in tiles)
+        out["1LNormSmall"] = None if small_ok else f"needs valid cols ({vc}) <= {epr} elements per repeat"
+    return out
+
+
+def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
+    """Return (default strategy, {strategy: None or reason it is illegal})."""
+    row = lowering_row(req)
+    if row.rule == "scalar_loop":
+        return "ScalarLoop", {"ScalarLoop": None}
+    epr = epr_of(req, row)
+    return default_mode(row.rule, req, epr), legal_modes(row.rule, req, epr)
+
+
+def lower(req: Request, strategy: str) -> Plan:
+    """Return the plan of an elementwise request in the given (legal) strategy."""
+    row = lowering_row(req)
+    d = req.dst
+    scratch = [(name, Tile(d.rows, d.cols, _scratch_dtype(req, spec), d.valid_rows, d.valid_cols)) for name, spec in row.scratch]
+    buffers = allocate("a2a3", list(req.tiles), scratch)
+    streams = {b.name: Stream(b.name, b.tile.dtype, b.tile.cols * b.tile.dtype.bits // 8) for b in buffers}
+    steps = build(row.steps, streams, req.param("scalar"))
+    body = modes.emit_steps(strategy, steps, d.valid_rows, d.valid_cols)
+    notes = []
+    if strategy == "2LNormRowRpt" and steps and not modes.row_repeat_fits(steps[0], d.valid_rows):
+        notes.append("row-repeat fallback: more than 255 rows or a row stride above 255 blocks")
+    return Plan("a2a3", req.op, strategy, req, buffers, tuple(body), tuple(notes))
+
+
+def check_strategy(req: Request, strategy: str) -> None:
+    """Raise StrategyError if `strategy` is unknown or illegal for the request."""
+    _, legal = strategies(req)
+    if strategy not in legal:
+        raise StrategyError(f"unknown strategy {strategy!r} for {req.op} on a2a3; strategies: {', '.join(legal)}")
+    if legal[strategy]:
+        ok = ", ".join(k for k, v in legal.items() if v is None)
+        raise StrategyError(f"strategy {strategy} is illegal for this {req.op} request: {legal[strategy]}; legal: {ok}")

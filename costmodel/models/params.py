@@ -1,0 +1,101 @@
+"""The parameter table data/formula_params.csv: lookup with `*` wildcards, most specific row wins."""
+from __future__ import annotations
+
+import csv
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._data import data_path
+from ..errors import TraceError
+
+KEY_FIELDS = ("arch", "form", "scope", "name", "dtype", "dst_dtype", "strategy", "op_params", "term")
+COLUMNS = ("format_version", *KEY_FIELDS, "value", "stderr", "n_obs", "cv_mape", "source")
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ParamRow:
+    """One fitted (or provisional) parameter with its provenance."""
+
+    arch: str
+    form: str
+    scope: str
+    name: str
+    dtype: str
+    dst_dtype: str
+    strategy: str
+    op_params: str
+    term: str
+    value: float
+    stderr: float | None
+    n_obs: int
+    cv_mape: float | None
+    source: str
+
+    def specificity(self) -> int:
+        return sum(getattr(self, f) not in ("*", "") for f in ("name", "dtype", "dst_dtype", "strategy", "op_params"))
+
+
+class ParamTable:
+    """Rows of the parameter CSV indexed by (arch, form, scope, term)."""
+
+    def __init__(self, rows: list[ParamRow], path: str = ""):
+        self.rows = rows
+        self.path = path
+        self._index: dict[tuple[str, str, str, str], list[ParamRow]] = {}
+        for r in rows:
+            self._index.setdefault((r.arch, r.form, r.scope, r.term), []).append(r)
+
+    def lookup(self, arch: str, form: str, scope: str, name: str, term: str, *, dtype: str = "*",
+               dst_dtype: str = "", strategy: str = "*", op_params: str = "") -> ParamRow | None:
+        """Return the most specific row matching the key (a `*` field matches anything), or None."""
+        best = None
+        for r in self._index.get((arch, form, scope, term), ()):
+            if r.name not in ("*", name) or r.dtype not in ("*", dtype) or r.strategy not in ("*", strategy):
+                continue
+            if r.dst_dtype not in ("*", "", dst_dtype) or r.op_params not in ("*", "", op_params):
+                continue
+            if r.dst_dtype == "" and dst_dtype not in ("", "*") and form != "intrinsic":
+                continue
+            if best is None or r.specificity() > best.specificity():
+                best = r
+        return best
+
+    def value(self, *args, default: float | None = None, **kw) -> float:
+        row = self.lookup(*args, **kw)
+        if row is None:
+            if default is None:
+                raise KeyError(args)
+            return default
+        return row.value
+
+
+def _float(text: str) -> float | None:
+    return float(text) if text not in ("", None) else None
+
+
+def read_table(path: str | Path) -> ParamTable:
+    """Read and check a parameter CSV; raises TraceError naming the line of a malformed row."""
+    rows: list[ParamRow] = []
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise TraceError(f"{path}: not a parameter table, missing columns {', '.join(missing)}")
+        for line, r in enumerate(reader, start=2):
+            try:
+                if int(r["format_version"]) != FORMAT_VERSION:
+                    raise ValueError(f"format_version {r['format_version']} (this tool reads {FORMAT_VERSION})")
+                rows.append(ParamRow(r["arch"], r["form"], r["scope"], r["name"], r["dtype"], r["dst_dtype"],
+                                     r["strategy"], r["op_params"], r["term"], float(r["value"]), _float(r["stderr"]),
+                                     int(float(r["n_obs"] or 0)), _float(r["cv_mape"]), r["source"]))
+            except (ValueError, TypeError) as exc:
+                raise TraceError(f"{path}:{line}: bad parameter row: {exc}") from None
+    return ParamTable(rows, str(path))
+
+
+@functools.cache
+def shipped() -> ParamTable:
+    """Return the parameter table shipped with the package."""
+    return read_table(data_path("formula_params.csv"))

@@ -1,0 +1,31 @@
+"""Which cost models exist per arch, and which one `model="auto"` picks."""
+from __future__ import annotations
+
+from ..errors import PtoCostError
+
+_MODELS = {
+    ("a2a3", "formula"): ("costmodel.models.a2a3_intrinsic", "IntrinsicModel"),
+}
+_AUTO = {"a2a3": "formula", "a5": "formula"}
+
+
+def register(arch: str, name: str, module: str, cls: str, *, auto: bool = False) -> None:
+    """Declare a model class; `auto=True` makes it the arch's default."""
+    _MODELS[(arch, name)] = (module, cls)
+    if auto:
+        _AUTO[arch] = name
+
+
+def names(arch: str) -> tuple[str, ...]:
+    return tuple(n for a, n in _MODELS if a == arch)
+
+
+def model_for(arch: str, name: str = "auto"):
+    """Return an instance of the named cost model for `arch` (`auto` = the arch's default)."""
+    import importlib
+
+    key = _AUTO.get(arch, "formula") if name in ("auto", None, "") else name
+    if (arch, key) not in _MODELS:
+        raise PtoCostError(f"unknown model {name!r} for {arch}; accepted: auto, {', '.join(names(arch))}")
+    mod, cls = _MODELS[(arch, key)]
+    return getattr(importlib.import_module(mod), cls)()

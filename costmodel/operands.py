@@ -1,0 +1,210 @@
+"""Build a Request from user-level arguments: the operand tiles each family takes, and the legality rules.
+
+Every violation raises a PtoCostError subclass whose one-line message names the problem and what is accepted.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .arch import check_arch
+from .catalog import Instruction, instruction
+from .dtypes import DType, dtype as as_dtype
+from .emulate.data import default_scalar
+from .errors import ParamError, ShapeError
+from .request import Request
+from .tiles import Tile, parse_shape
+
+ELEMENTWISE = ("unary", "binary", "binary_scalar")
+DIVIDING = ("div", "rem", "fmod")
+
+
+def _scalar(inst: Instruction, dt: DType, value: Any) -> int | float:
+    if value is None:
+        return default_scalar(dt, inst.domain, inst.kernel)
+    if isinstance(value, str):
+        try:
+            value = float(value) if any(ch in value.lower() for ch in ".en") else int(value, 0)
+        except ValueError:
+            raise ParamError(f"--scalar {value!r} is not a number") from None
+    if dt.is_integer:
+        if float(value) != int(value):
+            raise ParamError(f"{inst.name} on {dt} needs an integer scalar; got {value!r}")
+        import numpy as np
+
+        info = np.iinfo(dt.np)
+        if not info.min <= int(value) <= info.max:
+            raise ParamError(f"scalar {value} does not fit {dt} (accepted range {info.min}..{info.max})")
+        value = int(value)
+    else:
+        value = float(value)
+    if inst.kernel in DIVIDING and value == 0:
+        raise ParamError(f"{inst.name} with scalar 0 divides by zero (target-defined on the NPU); pass a non-zero --scalar")
+    if inst.kernel in ("shl", "shr") and not 0 <= value < dt.bits:
+        raise ParamError(f"{inst.name} shift amount must be in 0..{dt.bits - 1} for {dt}; got {value}")
+    return value
+
+
+def _tile(shape, dt, valid, *, layout="row_major", static_valid=False, name="tile") -> Tile:
+    return Tile.make(shape, dt, valid, layout=layout, static_valid=static_valid, name=name)
+
+
+def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = "a2a3", valid: Any = None,
+                 dst_dtype: Any = None, src0_valid: Any = None, src1_valid: Any = None, static_valid: bool = False,
+                 strategy: str | None = None, **params: Any) -> Request:
+    """Return a checked Request for `op` over tiles of `shape` (RxC) and element type `dtype`.
+
+    Raises a PtoCostError subclass (one-line message) for an unknown op, an unsupported dtype on the arch,
+    a malformed shape, a valid region outside the tile, or an illegal parameter.
+    """
+    inst = instruction(op)
+    arch = check_arch(arch)
+    dt = as_dtype(dtype)
+    dst_dt = as_dtype(dst_dtype) if dst_dtype else None
+    inst.check_dtype(arch, dt, dst_dt)
+    params = {k: v for k, v in params.items() if v is not None}
+    fam = inst.family
+    sv = static_valid
+    if fam == "block_reduce":
+        tiles, params = _block_reduce_tiles(inst, dt, shape, params)
+    else:
+        if shape is None:
+            raise ShapeError(f"{inst.name} needs --shape RxC")
+        rows, cols = parse_shape(shape)
+        dst = _tile((rows, cols), dst_dt or dt, valid, static_valid=sv, name="dst")
+        vr, vc = dst.valid
+        if fam in ELEMENTWISE:
+            if vr == 0 or vc == 0:
+                raise ShapeError(f"valid region {vr}x{vc} is empty; {inst.name} needs at least 1x1")
+            if fam == "unary":
+                tiles = [("dst", dst), ("src", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src"))]
+            elif fam == "binary_scalar":
+                params["scalar"] = _scalar(inst, dt, params.get("scalar"))
+                tiles = [("dst", dst), ("src", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src"))]
+            else:
+                tiles = [("dst", dst)] + [(n, _tile((rows, cols), dt, (vr, vc), static_valid=sv, name=n)) for n in ("src0", "src1")]
+        elif fam == "partial":
+            tiles = _partial_tiles(inst, dt, (rows, cols), dst, src0_valid, src1_valid, sv, params)
+        elif fam in ("col_expand", "col_expand_binary"):
+            src1 = _tile((1, cols), dt, (1, vc), static_valid=sv, name="src1")
+            if fam == "col_expand":
+                tiles = [("dst", dst), ("src", _tile((1, cols), dt, (1, vc), static_valid=sv, name="src"))]
+            else:
+                tiles = [("dst", dst), ("src0", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src0")), ("src1", src1)]
+        elif fam in ("row_expand", "row_expand_binary"):
+            tiles, params = _row_expand_tiles(inst, dt, (rows, cols), dst, sv, params)
+        else:
+            tiles = [("dst", dst)]
+    return Request(inst.name, arch, tuple(tiles), tuple(sorted(params.items())), strategy, fam)
+
+
+def _partial_tiles(inst, dt, shape, dst, src0_valid, src1_valid, sv, params):
+    """TPART*: one source's valid region equals dst's, the other fits inside it (isa.md §4.1)."""
+    v0 = parse_shape(src0_valid, what="src0 valid region", allow_zero=True) if src0_valid else dst.valid
+    v1 = parse_shape(src1_valid, what="src1 valid region", allow_zero=True) if src1_valid else dst.valid
+    s0 = _tile(shape, dt, v0, static_valid=sv, name="src0")
+    s1 = _tile(shape, dt, v1, static_valid=sv, name="src1")
+    for name, v in (("src0", v0), ("src1", v1)):
+        if v[0] > dst.valid_rows or v[1] > dst.valid_cols:
+            raise ShapeError(f"{inst.name}: {name} valid {v[0]}x{v[1]} does not fit inside dst valid {dst.valid_rows}x{dst.valid_cols}")
+    if v0 != dst.valid and v1 != dst.valid:
+        raise ShapeError(f"{inst.name}: one source's valid region must equal dst valid {dst.valid_rows}x{dst.valid_cols}; "
+                         f"got src0 {v0[0]}x{v0[1]}, src1 {v1[0]}x{v1[1]}")
+    tiles = [("dst", dst), ("src0", s0), ("src1", s1)]
+    if inst.kernel in ("argmax", "argmin"):
+        idx = as_dtype(params.pop("idx_dtype", "i32"))
+        accepted = ("i16", "u16", "i32", "u32") if dt.name == "f16" else ("i32", "u32")
+        if idx.name not in accepted:
+            raise ParamError(f"{inst.name} on {dt} takes index dtype {'/'.join(accepted)}; got {idx}")
+        params["idx_dtype"] = idx.name
+        tiles += [("dst_idx", _tile(shape, idx, dst.valid, static_valid=sv, name="dst_idx")),
+                  ("src0_idx", _tile(shape, idx, v0, static_valid=sv, name="src0_idx")),
+                  ("src1_idx", _tile(shape, idx, v1, static_valid=sv, name="src1_idx"))]
+    return tiles
+
+
+def _row_expand_tiles(inst, dt, shape, dst, sv, params):
+    """TROWEXPAND*: the expanded operand is col-major Rx1 (mode 1) or row-major R x (32/sizeof) (mode 2)."""
+    rows, cols = shape
+    vr = dst.valid_rows
+    epb = 256 // dt.bits
+    mode = int(params.pop("expand_mode", 1 if inst.family == "row_expand_binary" else 2))
+    if mode not in (1, 2):
+        raise ParamError(f"--expand-mode must be 1 (col-major Rx1 scalars) or 2 (row-major one 32-byte block per row); got {mode}")
+    if mode == 1:
+        if (rows * dt.bits) % 256:
+            raise ShapeError(f"{inst.name} expand mode 1 needs a col-major {rows}x1 tile: rows must be a multiple of {epb} for {dt}; use --expand-mode 2")
+        exp_tile = _tile((rows, 1), dt, (vr, 1), layout="col_major", static_valid=sv, name="expanded")
+    else:
+        exp_tile = _tile((rows, epb), dt, (vr, 1 if inst.family == "row_expand" else epb), static_valid=sv, name="expanded")
+    params["expand_mode"] = mode
+    if inst.family == "row_expand":
+        return [("dst", dst), ("src", exp_tile)], params
+    expanded = params.pop("expanded", "src1")
+    if expanded not in ("src0", "src1"):
+        raise ParamError(f"--expanded must be src0 or src1; got {expanded!r}")
+    params["expanded"] = expanded
+    full = _tile(shape, dt, dst.valid, static_valid=sv, name="full")
+    pair = [("src0", exp_tile), ("src1", full)] if expanded == "src0" else [("src0", full), ("src1", exp_tile)]
+    return [("dst", dst)] + pair, params
+
+
+def _parse_mask(text: Any, lanes: int) -> tuple[int, int]:
+    """Return (hi, lo) from `N` (first N lanes, continuous form) or `HI:LO` (bit form, hex or decimal)."""
+    from .isa_a2a3 import continuous_mask
+
+    if text is None:
+        return continuous_mask(lanes)
+    if isinstance(text, (tuple, list)):
+        return int(text[0]), int(text[1])
+    s = str(text).strip()
+    if ":" in s:
+        hi, lo = (int(p, 0) for p in s.split(":", 1))
+        if hi >> 64 or lo >> 64 or hi < 0 or lo < 0:
+            raise ParamError(f"mask {s!r}: each half must be a 64-bit unsigned value")
+        if lanes <= 64 and hi:
+            raise ParamError(f"mask {s!r}: 32-bit types use only the low 64 bits; the high half must be 0")
+        return hi, lo
+    try:
+        n = int(s, 0)
+    except ValueError:
+        raise ParamError(f"malformed mask {s!r}: expected N (first N lanes) or HI:LO bit form") from None
+    if not 1 <= n <= lanes:
+        raise ParamError(f"continuous mask {n} is out of range: 1..{lanes} lanes for this dtype")
+    return continuous_mask(n)
+
+
+def _block_reduce_tiles(inst, dt, shape, params):
+    """BlockReduce*: the source is a row-major tile; repeat/mask/strides are the API's (isa.md §5)."""
+    epb = 256 // dt.bits
+    epr = 8 * epb
+    if shape is not None:
+        rows, cols = parse_shape(shape)
+        src = _tile((rows, cols), dt, None, name="src")
+        default_repeat = max(1, src.numel // epr)
+    else:
+        src = None
+        default_repeat = 1
+    repeat = int(params.get("repeat", default_repeat))
+    if not 1 <= repeat <= 255:
+        raise ParamError(f"repeat {repeat} is out of range: BlockReduce takes 1..255 repeats")
+    dst_rep = int(params.get("dst_rep_stride", 1))
+    blk = int(params.get("src_blk_stride", 1))
+    rep = int(params.get("src_rep_stride", 8))
+    for name, v in (("dst_rep_stride", dst_rep), ("src_blk_stride", blk), ("src_rep_stride", rep)):
+        if not 0 <= v <= 255:
+            raise ParamError(f"{name} {v} is out of range 0..255")
+    mask = _parse_mask(params.get("mask"), epr)
+    need_src = ((repeat - 1) * rep + 7 * blk + 1) * epb
+    if src is None:
+        cols = epr
+        rows = math.ceil(need_src / cols)
+        src = _tile((rows, cols), dt, None, name="src")
+    elif need_src > src.numel:
+        raise ShapeError(f"{inst.name}: repeat {repeat} with strides blk {blk} rep {rep} reads {need_src} elements "
+                         f"but the src tile {src.rows}x{src.cols} holds {src.numel}")
+    need_dst = (repeat - 1) * dst_rep * 8 + 8
+    dst_cols = math.ceil(need_dst / epb) * epb
+    dst = _tile((1, dst_cols), dt, (1, need_dst), name="dst")
+    out = {"repeat": repeat, "mask": mask, "dst_rep_stride": dst_rep, "src_blk_stride": blk, "src_rep_stride": rep}
+    return [("dst", dst), ("src", src)], out

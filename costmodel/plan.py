@@ -1,0 +1,61 @@
+"""Plans: the frozen, printable sequence an arch's PTO implementation issues for one request."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .request import Request
+from .tiles import Tile
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """An on-chip buffer the plan touches: a request tile, or scratch (`tmp`) the implementation allocates."""
+
+    name: str
+    tile: Tile
+    offset: int  # byte address in the unified buffer, 32-byte aligned
+    scratch: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        return self.tile.nbytes
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What is issued: `body` is a tuple of arch instructions (A2/A3 intrinsics or an A5 VF program)."""
+
+    arch: str
+    op: str
+    strategy: str
+    request: Request
+    buffers: tuple[Buffer, ...]
+    body: tuple[Any, ...]
+    notes: tuple[str, ...] = ()
+
+    def buffer(self, name: str) -> Buffer:
+        """Return the buffer called `name`."""
+        for buf in self.buffers:
+            if buf.name == name:
+                return buf
+        raise KeyError(name)
+
+    def listing(self) -> str:
+        """Return the plan as a disassembly-like text listing."""
+        lines = [f"; {self.op} on {self.arch}, strategy {self.strategy}"]
+        for buf in self.buffers:
+            role = "scratch" if buf.scratch else "tile"
+            lines.append(f"; {buf.name:<5} @UB+{buf.offset:<6} {role} {buf.tile.describe()}")
+        lines.extend(f"; note: {n}" for n in self.notes)
+        for instr in self.body:
+            lines.extend(instr.listing_lines() if hasattr(instr, "listing_lines") else [instr.listing()])
+        return "\n".join(lines)
+
+    def counts(self) -> dict[str, int]:
+        """Return how many times each instruction kind appears at top level (intrinsic name or control kind)."""
+        out: dict[str, int] = {}
+        for instr in self.body:
+            key = getattr(instr, "intrinsic", type(instr).__name__)
+            out[key] = out.get(key, 0) + 1
+        return out
