@@ -8,14 +8,17 @@ from pathlib import Path
 
 
 def data_path(name: str) -> Path:
-    """Return the filesystem path of a shipped data file (works installed and from a source tree)."""
+    """Return the filesystem path of a shipped data file (the source tree's `data/` first, else the installed copy)."""
+    local = Path(__file__).resolve().parent.parent / "data" / name
+    if local.exists():
+        return local
     try:
         path = Path(str(resources.files("pto_cost_data") / name))
         if path.exists():
             return path
     except ModuleNotFoundError:
         pass
-    return Path(__file__).resolve().parent.parent / "data" / name
+    return local
 
 
 @functools.cache
