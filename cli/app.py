@@ -196,3 +196,7 @@ def main() -> None:
             sys.stderr.write("aborted\n")
             sys.exit(130)
         raise
+
+
+if __name__ == "__main__":
+    main()
