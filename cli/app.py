@@ -176,6 +176,51 @@ def ops(
     render.console().print(t)
 
 
+@app.command()
+def predict(
+    cases: Annotated[str, typer.Argument(help="Trace-shaped CSV or Parquet (arch, op, dtype, rows, cols, ...).")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Where to write the rows with predictions (.csv or .parquet).")],
+    model: ModelOpt = "auto",
+) -> None:
+    """Add predicted_cycles, strategy, model and note to every row; rows that cannot be modelled get NaN and a reason."""
+    from fit.io import write_frame
+    from fit.predict import predict_frame
+    from fit.traces import read_trace
+
+    from . import render
+
+    df = predict_frame(read_trace(cases), model=model)
+    write_frame(df.drop(columns=["line"]), output)
+    n_ok = int(df["predicted_cycles"].notna().sum())
+    render.console(stderr=True).print(f"wrote {output}: {n_ok} of {len(df)} rows predicted"
+                                      + (f", {len(df) - n_ok} with a reason in `note`" if n_ok < len(df) else ""))
+
+
+@app.command()
+def validate(
+    measured: Annotated[str, typer.Argument(help="Measured trace (CSV or Parquet) with measured_cycles.")],
+    model: ModelOpt = "auto",
+    plot: Annotated[Optional[str], typer.Option("--plot", help="Write predicted-vs-measured and residual plots (.png/.svg).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Score a model against measurements: MAPE, median and worst error, share within 5 %, Kendall tau."""
+    from fit.traces import read_trace
+    from fit.validate import validate_frame
+
+    from . import render
+
+    rep = validate_frame(read_trace(measured), model=model)
+    if plot:
+        from fit.io import save_figure
+        from fit.plots import validation_figure
+
+        save_figure(validation_figure(rep.predictions, title=f"{measured} — model {model}"), plot)
+    if json_out:
+        render.emit_json({"file": measured, "model": model, **rep.to_dict()})
+    else:
+        render.validation_text(rep, measured)
+
+
 def main() -> None:
     """Console entry point: run the app; library errors and usage errors become one line on stderr, exit 2."""
     from costmodel.errors import PtoCostError

@@ -83,3 +83,36 @@ def compare_text(ests) -> None:
         rel = (e.cycles / default.cycles - 1) * 100 if default.cycles else 0.0
         t.add_row(name, fmt_cycles(e.cycles), f"{rel:+.1f}%", breakdown_text(e.breakdown), e.to_dict()["verified"])
     console().print(t)
+
+
+def _metrics_table(title: str, df, keys: list[str]):
+    from rich.table import Table
+
+    t = Table(title=title)
+    for k in keys:
+        t.add_column(k)
+    for col in ("n", "MAPE %", "median %", "worst %", "within 5 %", "tau"):
+        t.add_column(col, justify="right")
+    for r in df.to_dict("records"):
+        tau = r.get("kendall_tau")
+        t.add_row(*(str(r[k]) for k in keys), str(r["n"]), f"{r['mape']:.2f}", f"{r['median_ape']:.2f}",
+                  f"{r['worst_ape']:.2f}", f"{r['within_5']:.0f}", "-" if tau != tau else f"{tau:.3f}")
+    return t
+
+
+def validation_text(rep, name: str) -> None:
+    """Print the overall metrics, the per-op table and the rows that could not be modelled."""
+    import pandas as pd
+
+    con = console()
+    o = rep.overall
+    con.print(f"[bold]{name}[/]: {o['n']} of {o['rows']} rows predicted")
+    if o["n"]:
+        con.print(f"overall: MAPE {o['mape']:.2f} %, median {o['median_ape']:.2f} %, worst {o['worst_ape']:.2f} %, "
+                  f"within 5 % {o['within_5']:.1f} %, Kendall tau {o['kendall_tau']:.3f}")
+        con.print(_metrics_table("per op", rep.per_op, ["arch", "op"]))
+    if len(rep.unmodelled):
+        notes = rep.unmodelled.groupby("note", sort=False)["line"].apply(lambda s: ", ".join(map(str, s))).reset_index()
+        con.print(f"[yellow]{len(rep.unmodelled)} row(s) not modelled:[/]")
+        for r in notes.itertuples(index=False):
+            con.print(f"  lines {r.line}: {r.note}")
