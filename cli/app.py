@@ -221,6 +221,65 @@ def validate(
         render.validation_text(rep, measured)
 
 
+@app.command()
+def plot(
+    op: Annotated[str, typer.Argument(help="Instruction name.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Figure file (.png or .svg).")],
+    dtype: Annotated[str, typer.Option("--dtype", "-t", help="Element type, or a comma list for one line per dtype.")] = "f16",
+    rows: Annotated[str, typer.Option("--rows", help="Rows: N, or A:B:STEP for a rows sweep (both ranges: heatmap).")] = "64",
+    cols: Annotated[str, typer.Option("--cols", help="Cols: N, or A:B:STEP (e.g. 16:2048:16).")] = "16:1024:16",
+    strategy: Annotated[str, typer.Option("--strategy", help="`default`, `all` (one line per legal strategy) or a name.")] = "default",
+    arch: Annotated[Optional[str], typer.Option("--arch", "-a", help="a2a3 or a5 (default $PTO_COST_ARCH, else a2a3).")] = None,
+    model: ModelOpt = "auto",
+    measured: Annotated[Optional[str], typer.Option("--measured", help="Trace whose matching rows are overlaid as points.")] = None,
+    csv: Annotated[Optional[str], typer.Option("--csv", help="Also write the data behind the figure.")] = None,
+) -> None:
+    """Shape-vs-cycle curves (one line per strategy or dtype), or a heatmap when both rows and cols are ranges."""
+    from costmodel.api import resolve_arch
+    from costmodel.grid import expand
+    from costmodel.sweep import sweep
+    from fit.io import save_figure, write_frame
+    from fit.plots import curves_figure, heatmap_figure
+
+    from . import render
+
+    arch_name, _ = resolve_arch(arch)
+    spec = {"ops": [op], "dtypes": dtype, "archs": [arch_name], "strategies": [strategy], "rows": rows, "cols": cols}
+    grid = expand(spec)
+    with render.progress("estimating", grid["rows"].nunique() * grid["cols"].nunique() * grid["dtype"].nunique()) as tick:
+        df = sweep(grid, model=model, progress=tick)
+    if df["cycles"].isna().all():
+        from costmodel.errors import PtoCostError
+
+        raise PtoCostError(f"no point of the grid could be modelled: {df['note'].iloc[0]}")
+    title = f"{df['op'].iloc[0]} on {arch_name} — model {df['model'].replace('', None).dropna().iloc[0]}"
+    if grid["rows"].nunique() > 1 and grid["cols"].nunique() > 1:
+        fig = heatmap_figure(df, title=title)
+    else:
+        x = "cols" if grid["cols"].nunique() > 1 or grid["rows"].nunique() == 1 else "rows"
+        fixed = "rows" if x == "cols" else "cols"
+        series = [c for c, multi in (("dtype", df["dtype"].nunique() > 1), ("strategy", strategy == "all")) if multi] or ["strategy"]
+        overlay = _measured_points(measured, df, x, fixed) if measured else None
+        fig = curves_figure(df, x, series, title=f"{title}, {fixed} = {df[fixed].iloc[0]}", measured=overlay)
+    save_figure(fig, output)
+    if csv:
+        write_frame(df, csv)
+    n_bad = int(df["cycles"].isna().sum())
+    render.console(stderr=True).print(f"wrote {output}" + (f" and {csv}" if csv else "")
+                                      + (f"; {n_bad} point(s) not modelled (see `note` in the CSV)" if n_bad else ""))
+
+
+def _measured_points(path: str, df, x: str, fixed: str):
+    from costmodel.dtypes import dtype as as_dtype
+    from fit.traces import check_trace, read_trace
+
+    good, _ = check_trace(read_trace(path))
+    names = {as_dtype(d).name for d in df["dtype"].unique()}
+    good = good[good["op"].str.upper() == df["op"].iloc[0].upper()]
+    good = good[good["dtype"].map(lambda d: as_dtype(d).name).isin(names) & (good["arch"].str.lower() == df["arch"].iloc[0])]
+    return good[good[fixed] == df[fixed].iloc[0]]
+
+
 def main() -> None:
     """Console entry point: run the app; library errors and usage errors become one line on stderr, exit 2."""
     from costmodel.errors import PtoCostError
