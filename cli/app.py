@@ -280,6 +280,82 @@ def _measured_points(path: str, df, x: str, fixed: str):
     return good[good[fixed] == df[fixed].iloc[0]]
 
 
+def _load_spec(path: str) -> dict:
+    import json
+    from pathlib import Path
+
+    from costmodel.errors import PtoCostError
+
+    p = Path(path)
+    if not p.exists():
+        raise PtoCostError(f"sweep spec {path} does not exist")
+    text = p.read_text()
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".json":
+            spec = json.loads(text)
+        elif suffix == ".toml":
+            import tomllib
+
+            spec = tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            try:
+                import yaml
+            except ImportError:
+                raise PtoCostError("YAML specs need PyYAML (pip install pyyaml); TOML and JSON work without it") from None
+            spec = yaml.safe_load(text)
+        else:
+            raise PtoCostError(f"sweep spec {path}: unknown format {suffix!r}; accepted: .yaml .yml .toml .json")
+    except PtoCostError:
+        raise
+    except Exception as exc:
+        raise PtoCostError(f"sweep spec {path} is malformed: {str(exc).splitlines()[0]}") from None
+    if not isinstance(spec, dict):
+        raise PtoCostError(f"sweep spec {path} must be a mapping of keys (ops, dtypes, archs, strategies, rows, cols)")
+    return spec
+
+
+@app.command("sweep")
+def sweep_cmd(
+    spec: Annotated[str, typer.Argument(help="Grid spec (.yaml/.toml/.json): ops, dtypes, archs, strategies, rows, cols.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Result file (.csv or .parquet).")],
+    engine: Annotated[str, typer.Option("--engine", help="local, or dask (needs pto-cost[dask]).")] = "local",
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Dask workers of the local cluster.")] = None,
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Address of an existing dask scheduler.")] = None,
+    verify_sample: Annotated[int, typer.Option("--verify-sample", help="Emulate N random points against the golden; fail if any disagrees.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the verify sample.")] = 0,
+    model: ModelOpt = "auto",
+) -> None:
+    """Evaluate a grid of requests (vectorised) and write one row per point with cycles, strategy, default and best."""
+    from costmodel.errors import PtoCostError
+    from costmodel.grid import expand
+    from costmodel.sweep import sweep, sweep_dask, verify_sample as run_verify_sample
+    from fit.io import write_frame
+
+    from . import render
+
+    grid = expand(_load_spec(spec))
+    model = _load_spec(spec).get("model", model) if model == "auto" else model
+    con = render.console(stderr=True)
+    if engine == "local":
+        with render.progress("sweeping", len(grid)) as tick:
+            df = sweep(grid, model=model, progress=tick)
+    elif engine == "dask":
+        df = sweep_dask(grid, model=model, scheduler=scheduler, workers=workers)
+    else:
+        raise PtoCostError(f"unknown engine {engine!r}; accepted: local, dask")
+    write_frame(df, output)
+    n_bad = int(df["cycles"].isna().sum())
+    con.print(f"wrote {output}: {len(df)} rows" + (f", {n_bad} not modelled (see `note`)" if n_bad else ""))
+    if verify_sample:
+        bad = run_verify_sample(df, verify_sample, seed=seed)
+        if bad:
+            for line in bad[:10]:
+                con.print(f"[red]not verified[/]: {line}")
+            raise typer.Exit(1)
+        con.print(f"verified a sample of {min(verify_sample, int(df['cycles'].notna().sum()))} point(s) against the golden")
+
+
 def main() -> None:
     """Console entry point: run the app; library errors and usage errors become one line on stderr, exit 2."""
     from costmodel.errors import PtoCostError

@@ -132,3 +132,29 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def verify_sample(result, n: int, *, seed: int = 0) -> list[str]:
+    """Emulate `n` random modelled points of a sweep result against the golden; return descriptions of failures."""
+    from . import lower
+    from .emulate.verify import verify
+    from .operands import make_request
+
+    ok = result[result["cycles"].notna()]
+    if not len(ok):
+        return []
+    pick = ok.sample(n=min(n, len(ok)), random_state=seed)
+    failures = []
+    for rec in pick.to_dict("records"):
+        kw = {k: v for k, v in rec.items() if k in (*REQUEST_COLUMNS, *PARAM_COLUMNS) and v == v and v != ""
+              and k not in ("rows", "cols", "valid_rows", "valid_cols", "dst_dtype")}
+        kw["shape"] = (int(rec["rows"]), int(rec["cols"]))
+        kw["valid"] = (int(rec["valid_rows"]), int(rec["valid_cols"]))
+        if rec.get("dst_dtype") and rec["dst_dtype"] != rec["dtype"]:
+            kw["dst_dtype"] = rec["dst_dtype"]
+        kw["static_valid"] = bool(kw.get("static_valid", False))
+        req = make_request(**kw, strategy=rec["strategy"])
+        v = verify(lower.lower(req), seed=seed)
+        if v.ok is False:
+            failures.append(f"{req.describe()} strategy {rec['strategy']}: {v.note}")
+    return failures
