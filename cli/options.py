@@ -30,6 +30,11 @@ REQUEST_OPTIONS: dict[str, tuple[Any, Any]] = {
     "src_blk_stride": (Annotated[Optional[int], typer.Option("--src-blk-stride", help="BlockReduce*: src block stride in 32-byte blocks (default 1).", rich_help_panel=OPS)], None),
     "src_rep_stride": (Annotated[Optional[int], typer.Option("--src-rep-stride", help="BlockReduce*: src repeat stride in 32-byte blocks (default 8).", rich_help_panel=OPS)], None),
     "in_place": (Annotated[bool, typer.Option("--in-place", help="The op writes over its source (selects in-place code paths).", rich_help_panel=OPS)], False),
+    "vf_impl_kind": (Annotated[Optional[str], typer.Option("--vf-impl-kind", help="A5: requested VF loop form VFIMPL_DEFAULT, VFIMPL_1D_POST_UPDATE, VFIMPL_1D_NO_POST_UPDATE, VFIMPL_2D_POST_UPDATE, VFIMPL_2D_NO_POST_UPDATE (or 0..4); with the tile's contiguity it picks the emitted loop.", rich_help_panel=OPS)], None),
+    "round_mode": (Annotated[Optional[str], typer.Option("--round-mode", help="TCVT round mode: none rint round floor ceil trunc odd (CAST_* accepted).", rich_help_panel=OPS)], None),
+    "saturation": (Annotated[Optional[str], typer.Option("--saturation", help="TCVT saturation: on or off (default per pair).", rich_help_panel=OPS)], None),
+    "precision": (Annotated[Optional[str], typer.Option("--precision", help="Algorithm variant: default or high_precision (A5 TRECIP).", rich_help_panel=OPS)], None),
+    "src_valid": (Annotated[Optional[str], typer.Option("--src-valid", help="Unary / tile-scalar ops: src valid region when it differs from dst's (A5 needs equal valid cols only).", rich_help_panel=OPS)], None),
 }
 
 

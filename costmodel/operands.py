@@ -94,7 +94,8 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
         elif fam in ("row_expand", "row_expand_binary"):
             tiles, params = _row_expand_tiles(inst, dt, (rows, cols), dst, sv, params)
         else:
-            tiles = [("dst", dst)]
+            tiles, params = _other_tiles(inst, dt, (rows, cols), dst, sv, params)
+    tiles, params = _arch_rules(inst, arch, dt, tiles, params)
     return Request(inst.name, arch, tuple(tiles), tuple(sorted(params.items())), strategy, fam)
 
 
@@ -208,3 +209,117 @@ def _block_reduce_tiles(inst, dt, shape, params):
     dst = _tile((1, dst_cols), dt, (1, need_dst), name="dst")
     out = {"repeat": repeat, "mask": mask, "dst_rep_stride": dst_rep, "src_blk_stride": blk, "src_rep_stride": rep}
     return [("dst", dst), ("src", src)], out
+
+
+def _other_tiles(inst, dt, shape, dst, sv, params):
+    """TCVT (dst, src) and TSEL (dst, mask, src0, src1); any other family: dst only."""
+    rows, cols = shape
+    if inst.family == "convert":
+        params["dst_dtype"] = dst.dtype.name
+        return [("dst", dst), ("src", _tile(shape, dt, dst.valid, static_valid=sv, name="src"))], _convert_params(inst, dt, dst.dtype, params)
+    if inst.name == "TSEL":
+        return [("dst", dst), ("mask", _mask_tile(shape, dst.valid, sv)),
+                ("src0", _tile(shape, dt, dst.valid, static_valid=sv, name="src0")),
+                ("src1", _tile(shape, dt, dst.valid, static_valid=sv, name="src1"))], params
+    return [("dst", dst)], params
+
+
+def _mask_tile(shape, valid, sv) -> Tile:
+    """TSEL mask: u8, one bit per element, row i of dst reads mask row i (bit j%8 of byte j//8, LSB first).
+
+    The A5 bit layout is target-defined (isa.md §4.5); we model the per-row layout, which equals the CPU's
+    continuous stream when valid cols are a multiple of 8 and mask rows hold exactly cols bits (inferred).
+    Mask rows are padded to 32 bytes (isa.md §1.1 row alignment).
+    """
+    rows, cols = shape
+    mcols = -(-math.ceil(cols / 8) // 32) * 32
+    return _tile((rows, mcols), "u8", (valid[0], math.ceil(valid[1] / 8)), static_valid=sv, name="mask")
+
+
+ROUND_MODES = ("none", "rint", "round", "floor", "ceil", "trunc", "odd")  # isa.md §4.4 RoundMode
+_ROUND_ALIASES = {"r": "rint", "a": "round", "f": "floor", "c": "ceil", "z": "trunc", "o": "odd"}
+
+
+def round_mode(value: Any) -> str:
+    """Return the canonical round mode for `rint`, `CAST_RINT`, `r`, ... (isa.md §4.4)."""
+    key = str(value).strip().lower()
+    key = key[5:] if key.startswith("cast_") else key
+    key = _ROUND_ALIASES.get(key, key)
+    if key not in ROUND_MODES:
+        raise ParamError(f"unknown round mode {value!r}; accepted: {', '.join(ROUND_MODES)} (CAST_* spellings too)")
+    return key
+
+
+def saturation(value: Any) -> str:
+    """Return 'on' or 'off' for on/off, true/false, 1/0, SAT_ON/SAT_OFF (isa.md §4.4 SaturationMode)."""
+    key = str(value).strip().lower().removeprefix("sat_").removeprefix("saturation_")
+    table = {"on": "on", "true": "on", "1": "on", "yes": "on", "off": "off", "false": "off", "0": "off", "no": "off"}
+    if key not in table:
+        raise ParamError(f"unknown saturation mode {value!r}; accepted: on, off")
+    return table[key]
+
+
+def _convert_params(inst, src, dst, params):
+    from .golden.convert import default_saturation
+
+    params["round_mode"] = round_mode(params.get("round_mode", "none"))
+    sat = params.get("saturation")
+    params["saturation"] = saturation(sat) if sat is not None else default_saturation(src.name, dst.name)
+    return params
+
+
+VF_IMPL_KINDS = ("VFIMPL_DEFAULT", "VFIMPL_1D_NO_POST_UPDATE", "VFIMPL_2D_NO_POST_UPDATE", "VFIMPL_1D_POST_UPDATE",
+                 "VFIMPL_2D_POST_UPDATE")  # enum values 0..4 (costmodel.md §3 step 5)
+PRECISIONS = {"TRECIP": ("default", "high_precision")}  # A5 algorithm variants that are lowered (isa.md §3)
+
+
+def vf_impl_kind(value: Any) -> str:
+    """Return the canonical VFImplKind for a name (with or without `VFIMPL_`) or its enum value 0..4."""
+    key = str(value).strip().upper()
+    if key.isdigit() and int(key) < len(VF_IMPL_KINDS):
+        return VF_IMPL_KINDS[int(key)]
+    key = key if key.startswith("VFIMPL_") else f"VFIMPL_{key}"
+    if key not in VF_IMPL_KINDS:
+        raise ParamError(f"unknown vf_impl_kind {value!r}; accepted: {', '.join(VF_IMPL_KINDS)} (or 0..4)")
+    return key
+
+
+def _arch_rules(inst, arch, dt, tiles, params):
+    """Check the parameters that only some arches take, and the A5 tile relations (isa.md §3 constraints)."""
+    for key in ("round_mode", "saturation"):
+        if key in params and inst.family != "convert":
+            raise ParamError(f"{key} applies to TCVT only, not {inst.name}")
+    if "vf_impl_kind" in params:
+        if arch != "a5":
+            raise ParamError(f"vf_impl_kind selects the A5 VF loop form; {arch} has no VF (use --strategy)")
+        params["vf_impl_kind"] = vf_impl_kind(params["vf_impl_kind"])
+    precision = str(params.get("precision", "default")).strip().lower()
+    if precision not in ("default", ""):
+        accepted = PRECISIONS.get(inst.name, ()) if arch == "a5" else ()
+        if precision not in accepted:
+            where = f"{inst.name} on {arch}"
+            raise ParamError(f"precision {params['precision']!r} is not modelled for {where}; "
+                             f"accepted: {', '.join(accepted) or 'default'}")
+        if not dt.is_float:
+            raise ParamError(f"{inst.name} high_precision is a float algorithm; {dt} takes precision=default")
+    if "precision" in params:
+        params["precision"] = precision or "default"
+    if "src_valid" in params:
+        tiles = _src_valid(inst, arch, tiles, params.pop("src_valid"))
+    return tiles, params
+
+
+def _src_valid(inst, arch, tiles, text):
+    """A source valid region differing from dst: A5 tile-scalar/unary ops need equal valid cols only (isa.md §3)."""
+    names = [n for n, _ in tiles]
+    if inst.family not in ("binary_scalar", "unary") or "src" not in names:
+        raise ParamError(f"--src-valid applies to unary and tile-scalar ops; {inst.name} is {inst.family}")
+    dst = tiles[0][1]
+    vr, vc = parse_shape(text, what="src valid region", allow_zero=True)
+    if vc != dst.valid_cols or (arch != "a5" and vr != dst.valid_rows):
+        rule = "valid cols equal (A5)" if arch == "a5" else "valid rows and cols equal (A2/A3)"
+        raise ShapeError(f"{inst.name} on {arch} needs src and dst {rule}; got src {vr}x{vc}, dst {dst.valid_rows}x{dst.valid_cols}")
+    src = dict(tiles)["src"]
+    new = Tile(src.rows, src.cols, src.dtype, vr, vc, src.layout, src.loc, src.static_valid)
+    new.check("src")
+    return [(n, new if n == "src" else t) for n, t in tiles]

@@ -53,9 +53,13 @@ class Plan:
         return "\n".join(lines)
 
     def counts(self) -> dict[str, int]:
-        """Return how many times each instruction kind appears at top level (intrinsic name or control kind)."""
+        """Return how many times each instruction kind is issued (A2/A3: top-level intrinsics; A5: dynamic VF op counts)."""
         out: dict[str, int] = {}
         for instr in self.body:
+            if hasattr(instr, "counts"):  # an A5 VF program: dynamic issue counts per operation
+                for key, n in instr.counts().items():
+                    out[key] = out.get(key, 0) + n
+                continue
             key = getattr(instr, "intrinsic", type(instr).__name__)
             out[key] = out.get(key, 0) + 1
         return out

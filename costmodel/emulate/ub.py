@@ -31,13 +31,31 @@ class UnifiedBuffer:
         """Place a whole tile (static shape, including padding) at `offset` in its layout."""
         order = "C" if tile.layout == "row_major" else "F"
         raw = np.asarray(data, dtype=tile.dtype.np).reshape(-1, order=order).view(np.uint8)
+        if tile.dtype.bits == 4:
+            raw = pack_nibbles(raw)
         self.bytes[offset:offset + raw.size] = raw
 
     def tile(self, offset: int, tile: Tile) -> np.ndarray:
         """Return a copy of a whole tile (static shape) read from `offset`."""
         order = "C" if tile.layout == "row_major" else "F"
         raw = self.bytes[offset:offset + tile.nbytes].copy()
+        if tile.dtype.bits == 4:
+            raw = unpack_nibbles(raw)
         return raw.view(tile.dtype.np).reshape((tile.rows, tile.cols), order=order)
+
+
+def pack_nibbles(codes: np.ndarray) -> np.ndarray:
+    """Twin 4-bit types (isa.md §1.1): element k is the low nibble (k even) or high nibble (k odd) of byte k//2."""
+    codes = np.asarray(codes, dtype=np.uint8) & 0xF
+    if codes.size % 2:
+        codes = np.append(codes, np.uint8(0))
+    return (codes[0::2] | (codes[1::2] << 4)).astype(np.uint8)
+
+
+def unpack_nibbles(raw: np.ndarray) -> np.ndarray:
+    """Inverse of `pack_nibbles`: one uint8 code per element (low nibble first)."""
+    raw = np.asarray(raw, dtype=np.uint8)
+    return np.stack([raw & 0xF, raw >> 4], axis=-1).reshape(-1)
 
 
 def element_addr(base: int, r: np.ndarray, c: np.ndarray, tile: Tile) -> np.ndarray:

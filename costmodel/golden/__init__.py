@@ -76,3 +76,4 @@ def golden(op: str, *operands: np.ndarray, valid: Any = None, out: np.ndarray | 
 
 
 from . import families as _families  # noqa: E402,F401  (registers the remaining families)
+from . import convert as _convert, select as _select  # noqa: E402,F401  (TCVT and TSEL goldens)

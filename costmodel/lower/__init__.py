@@ -64,3 +64,9 @@ def lower(req: Request, strategy: str | None = None) -> Plan:
 def modelled(arch: str, family: str) -> bool:
     """Whether a lowering exists for `family` on `arch`."""
     return (arch, family) in _MODULES
+
+
+_A5_FAMILIES = ("unary", "binary", "binary_scalar", "partial", "col_expand", "col_expand_binary", "row_expand",
+                "row_expand_binary", "convert", "compare_select")
+for _family in _A5_FAMILIES:
+    register("a5", _family, "costmodel.lower.a5.vf")

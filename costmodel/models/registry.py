@@ -5,8 +5,9 @@ from ..errors import PtoCostError
 
 _MODELS = {
     ("a2a3", "formula"): ("costmodel.models.a2a3_intrinsic", "IntrinsicModel"),
+    ("a5", "placeholder"): ("costmodel.models.a5_placeholder", "PlaceholderModel"),  # until the A5 models land
 }
-_AUTO = {"a2a3": "formula", "a5": "formula"}
+_AUTO = {"a2a3": "formula", "a5": "placeholder"}
 
 
 def register(arch: str, name: str, module: str, cls: str, *, auto: bool = False) -> None:

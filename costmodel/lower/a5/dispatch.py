@@ -1,0 +1,78 @@
+"""Which A5 loop forms are legal for a request, and which one the implementation emits (costmodel.md §7).
+
+* Static contiguity (what the kernel decides at compile time): every tile has a static ValidCol == Cols, or
+  Rows == 1 (costmodel.md §3 step 2). Families whose operands cannot be walked as one flat run (expand
+  families, TPART with unequal source regions) are contiguous only for single-row tiles (inferred).
+* A 1D form is legal when the data really is one contiguous run (runtime contiguity): valid cols == cols for
+  every walked tile (or a single valid row); TSEL also needs mask rows of exactly dst.cols bits (inferred).
+* The unary family has no 2D post-update form (costmodel.md §7: unary 2D always uses no-post-update).
+* The requested `vf_impl_kind` plus static contiguity select the emitted form through data/a5_dispatch.csv.
+"""
+from __future__ import annotations
+
+from ...request import Request
+from ...tiles import Tile
+from .forms import STRATEGIES
+from .table import dispatch
+
+VF_IMPL_KINDS = ("VFIMPL_DEFAULT", "VFIMPL_1D_NO_POST_UPDATE", "VFIMPL_2D_NO_POST_UPDATE", "VFIMPL_1D_POST_UPDATE",
+                 "VFIMPL_2D_POST_UPDATE")  # enum values 0..4 (costmodel.md §3 step 5)
+ROW_SHAPED = ("col_expand", "col_expand_binary", "row_expand", "row_expand_binary")
+
+
+def _static(t: Tile) -> bool:
+    return (t.static_valid and t.valid_cols == t.cols) or t.rows == 1
+
+
+def _partial_regions_differ(req: Request) -> bool:
+    d = req.dst.valid
+    return any(t.valid != d for n, t in req.sources if n in ("src0", "src1"))
+
+
+def static_contiguous(req: Request) -> bool:
+    """Whether the kernel sees every tile as one contiguous run at compile time (selects the 1D path)."""
+    if req.family in ROW_SHAPED or (req.family == "partial" and _partial_regions_differ(req)):
+        return req.dst.rows == 1
+    return all(_static(t) for _, t in req.tiles)
+
+
+def one_d_reason(req: Request) -> str | None:
+    """Return why a 1D loop cannot walk this request's data (None when it can)."""
+    d = req.dst
+    vr, vc = d.valid
+    if vr <= 1:
+        return None
+    if req.family in ROW_SHAPED:
+        return "a broadcast operand changes per row: 1D needs a single valid row"
+    if req.family == "partial" and _partial_regions_differ(req):
+        return "source valid regions differ: 1D needs a single valid row"
+    for name, t in req.tiles:
+        if name == "mask":
+            if t.cols * 8 != d.cols:
+                return f"mask rows hold {t.cols * 8} bits but dst rows {d.cols} elements: the bit stream is not contiguous"
+        elif vc != t.cols:
+            return f"{name} valid cols ({vc}) != cols ({t.cols}): the valid region is not contiguous"
+    return None
+
+
+def legal(req: Request) -> dict[str, str | None]:
+    """Return {strategy: None if legal, else the reason it is not}."""
+    why_1d = one_d_reason(req)
+    out = {s: (why_1d if s.startswith("1d") else None) for s in STRATEGIES}
+    if req.family == "unary":
+        out["2d-post-update"] = "the unary implementation has no 2D post-update form (costmodel.md §7)"
+    return out
+
+
+def resolve(req: Request) -> tuple[str, str]:
+    """Return (strategy the implementation emits, explanation) for the request's vf_impl_kind."""
+    kind = str(req.param("vf_impl_kind", "VFIMPL_DEFAULT"))
+    cont = static_contiguous(req)
+    form, source = dispatch(req.op, req.family, cont, kind)
+    shape = "static-contiguous" if cont else "not static-contiguous"
+    return form, f"{kind} on a {shape} request -> {form} ({source})"
+
+
+def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
+    """Return (default strategy, {strategy: None or why illegal})."""
+    return resolve(req)[0], legal(req)

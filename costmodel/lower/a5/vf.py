@@ -1,0 +1,220 @@
+"""A5 VF lowering of the elementwise-shaped families: request -> chunk kernel(s) -> one VfProgram plan.
+
+Families: unary, binary, binary_scalar, partial, col_expand(_binary), row_expand(_binary), convert (TCVT) and
+compare_select (TSEL). Per-op compute statements come from data/a5_ops.csv and TCVT recipes from
+data/a5_convert.csv; this module decides how each operand is loaded (costmodel.md §7 bodies: binary
+{vlds, vlds, vop, vsts}, scalar {vlds, vops, vsts}, unary {vlds, vop, vsts}).
+
+A chunk is one 256-byte register of the compute type (isa.md §7.2). 64-bit integer types hold 32 elements
+per register as pairs of 32-bit lanes, so their predicates are `plt_b32` over a counter of two units per
+element (our choice: isa.md §2 gives 32 i64 lanes, §7.2 only b8/b16/b32 predicates).
+"""
+from __future__ import annotations
+
+from ...arch import constants
+from ...dtypes import DType
+from ...errors import NotModelledError, StrategyError
+from ...isa_a5 import VfProgram, VOp, VSel
+from ...plan import Plan
+from ...request import Request
+from ...tiles import Tile
+from ..alloc import allocate
+from . import dispatch
+from .forms import Counter, Gen, Kernel, Mem, Segment, Stream, emit
+from .program import Regs, compile_block, compile_sequence
+from .table import convert_row, op_row, sequence
+
+VL_BITS = constants("a5").vl_bytes * 8
+
+
+def lane_bits(dt: DType) -> int:
+    """Bits per register lane of an op computing in `dt`."""
+    return max(dt.bits, 8)
+
+
+def pred_bits(lane: int) -> int:
+    """Predicate granularity for a lane width: b8/b16/b32 (64-bit lanes use b32, two units per element)."""
+    return min(lane, 32)
+
+
+def _counter(reg: str, lane: int, per_row: int) -> Counter:
+    return Counter(reg, lane // pred_bits(lane), per_row)
+
+
+def _stream(name: str, t: Tile, *, bits: int | None = None, row_stride: int | None = None) -> tuple[str, Stream]:
+    return name, Stream(name, bits or t.dtype.bits, t.row_stride if row_stride is None else row_stride)
+
+
+def operand_walks(req: Request) -> list[tuple[str, str, Stream]]:
+    """Return (tile, walk, stream) per source: 'chunk' (same (i, j) as dst), 'col' (row 0 re-read every row),
+    'row' (one element broadcast per row, BRC), 'rowblk' (one 32-byte block per row, BLK) or 'mask' (bits)."""
+    fam = req.family
+    expanded = req.param("expanded")
+    out = []
+    for name, t in req.sources:
+        if name == "mask":
+            out.append((name, "mask", _stream(name, t, bits=1, row_stride=t.cols * 8)[1]))
+        elif fam in ("col_expand", "col_expand_binary") and name in ("src", "src1"):
+            out.append((name, "col", _stream(name, t, row_stride=0)[1]))
+        elif fam == "row_expand" or (fam == "row_expand_binary" and name == expanded):
+            walk = "row" if (t.layout == "col_major" or t.valid_cols == 1) else "rowblk"
+            out.append((name, walk, _stream(name, t)[1]))
+        else:
+            out.append((name, "chunk", _stream(name, t)[1]))
+    return out
+
+
+def _compute(req: Request, regs: Regs, dt: DType, pred: str) -> tuple[list, list]:
+    """Return (prologue, body) instructions of the op's compute statements (data/a5_ops.csv)."""
+    row = op_row(req)
+    scalar = req.param("scalar")
+    prologue = compile_block(row.prologue, regs, dt, None, scalar)
+    if row.body.startswith("@"):
+        seq_prologue, body = compile_sequence(sequence(row.body[1:]), regs, dt, pred, scalar)
+        return prologue + seq_prologue, body
+    return prologue, compile_block(row.body, regs, dt, pred, scalar)
+
+
+def compute_dtype(req: Request) -> DType:
+    """The element type the op computes in (TSEL: the data type, not the u8 mask)."""
+    return req.dst.dtype if req.op == "TSEL" else req.dtype
+
+
+def elementwise_kernel(req: Request, inner: tuple[str, int] | None = None) -> Kernel:
+    """The chunk kernel of an elementwise-shaped op.
+
+    With `inner = (full source, inner cols)` (TPART with unequal regions) the op runs under a second predicate
+    over the inner columns and `vsel` keeps the full source's value elsewhere (inferred, isa.md §4.1).
+    """
+    dt = compute_dtype(req)
+    lane = lane_bits(dt)
+    epr = VL_BITS // lane
+    pb = pred_bits(lane)
+    walks = operand_walks(req)
+    data = [(name, walk, s) for name, walk, s in walks if walk != "mask"]
+    regs = Regs({f"x{i}": f"v{i}" for i in range(len(data))} | {"qm": "p1"})
+    body: list = [Gen("p0", pb, "s_n")]
+    counters = [_counter("s_n", lane, req.dst.valid_cols)]
+    compute_pred = "p0"
+    if inner:
+        body.append(Gen("p2", pb, "s_in"))
+        counters.append(_counter("s_in", lane, inner[1]))
+        compute_pred = "p2"
+        regs.n["p"] = 3
+    head: list = []
+    streams = [_stream("dst", req.dst)] + [(name, s) for name, _, s in walks]
+    body += [Mem("plds", "p1", name, 0, epr, bits=lane) for name, walk, _ in walks if walk == "mask"]
+    for i, (name, walk, s) in enumerate(data):
+        if walk in ("row", "rowblk"):
+            head.append(Mem("vlds", f"v{i}", name, 0, s.row_stride, dt.name, f"BRC_B{lane}" if walk == "row" else "BLK"))
+        else:
+            body.append(Mem("vlds", f"v{i}", name, 0, epr, dt.name, "NORM"))
+    prologue, compute = _compute(req, regs, dt, compute_pred)
+    body += compute
+    result = regs.map.get("y", "v0")
+    if inner:
+        full = [n for n, _, _ in data].index(inner[0])
+        body.append(VSel(dt.name, regs.new("v"), result, f"v{full}", compute_pred))
+        result = body[-1].dst
+    body.append(Mem("vsts", result, "dst", 0, epr, dt.name, f"NORM_B{lane}", "p0"))
+    return Kernel(epr, tuple(streams), tuple(counters), tuple(regs.set_scalars + prologue), tuple(head), tuple(body))
+
+
+def copy_kernel(req: Request, src: str) -> Kernel:
+    """dst = src over the region: {plt, vlds, vsts}."""
+    dt = req.dtype
+    lane = lane_bits(dt)
+    epr = VL_BITS // lane
+    body = (Gen("p0", pred_bits(lane), "s_n"), Mem("vlds", "v0", src, 0, epr, dt.name, "NORM"),
+            Mem("vsts", "v0", "dst", 0, epr, dt.name, f"NORM_B{lane}", "p0"))
+    streams = (_stream("dst", req.dst), _stream(src, req.tile(src)))
+    return Kernel(epr, streams, (_counter("s_n", lane, req.dst.valid_cols),), (), (), body)
+
+
+def convert_kernel(req: Request, strategy: str) -> Kernel:
+    """TCVT: per register part {plt, vlds (unpack), vcvt, vsts (pack)}; EPR per costmodel.md §3 step 3."""
+    src, dst = req.dtype, req.dst.dtype
+    recipe = convert_row(src.name, dst.name)
+    epr = recipe.epr_1d if strategy.startswith("1d") else recipe.epr_2d
+    lane = max(src.bits, dst.bits)
+    lanes = VL_BITS // lane
+    pb = pred_bits(lane)
+
+    def ratio(bits: int) -> str:
+        return "" if lane // bits == 2 else str(lane // bits)
+
+    load = "NORM" if src.bits == lane else f"UNPK{ratio(src.bits)}_B{src.bits}"
+    store = f"NORM_B{lane}" if dst.bits == lane else f"PK{ratio(dst.bits)}_B{lane}"
+    attrs = (("to", dst.name), ("round", req.param("round_mode", "none")), ("sat", req.param("saturation", "on")),
+             ("lane_bits", lane))
+    body: list = []
+    for k in range(epr // lanes):
+        p, v, w = f"p{k}", f"v{2 * k}", f"v{2 * k + 1}"
+        body += [Gen(p, pb, "s_n"), Mem("vlds", v, "src", k * lanes, lanes, src.name, load),
+                 VOp(recipe.op, src.name, w, (v,), p, None, attrs),
+                 Mem("vsts", w, "dst", k * lanes, lanes, dst.name, store, p)]
+    streams = (_stream("dst", req.dst), _stream("src", req.tile("src")))
+    return Kernel(epr, streams, (_counter("s_n", lane, req.dst.valid_cols),), (), (), tuple(body))
+
+
+def partial_segments(req: Request) -> list[Segment]:
+    """TPART*: rows where both sources are valid run op-then-select; the remaining rows copy the full source."""
+    vr, vc = req.dst.valid
+    s0, s1 = req.tile("src0"), req.tile("src1")
+    if s0.valid == s1.valid == (vr, vc):
+        return [Segment(elementwise_kernel(req), 0, vr, vc)]
+    full, part = ("src0", s1) if s0.valid == (vr, vc) else ("src1", s0)
+    rin, cin = part.valid
+    segs = []
+    if rin and cin:
+        segs.append(Segment(elementwise_kernel(req, (full, cin)), 0, rin, vc))
+    start = rin if (rin and cin) else 0
+    segs.append(Segment(copy_kernel(req, full), start, vr - start, vc))
+    return segs
+
+
+def segments(req: Request, strategy: str) -> list[Segment]:
+    """Return the kernel segments of a request (one, except TPART with unequal regions)."""
+    vr, vc = req.dst.valid
+    check_modelled(req)
+    if req.family == "convert":
+        return [Segment(convert_kernel(req, strategy), 0, vr, vc)]
+    if req.family == "partial":
+        return partial_segments(req)
+    return [Segment(elementwise_kernel(req), 0, vr, vc)]
+
+
+def check_modelled(req: Request) -> None:
+    """Raise NotModelledError unless the request's op (and dtype / parameters) has an A5 lowering."""
+    if req.family == "convert":
+        convert_row(req.dtype.name, req.dst.dtype.name)
+    elif req.op in ("TPARTARGMAX", "TPARTARGMIN"):
+        raise NotModelledError(f"{req.op} (value+index pairs) has no A5 VF lowering yet")
+    elif req.family == "compare_select" and req.op != "TSEL":
+        raise NotModelledError(f"{req.op} has no A5 VF lowering yet (modelled in compare_select: TSEL)")
+    else:
+        op_row(req)
+
+
+def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
+    """Return (default strategy, {strategy: None or why illegal}) for a modelled request."""
+    check_modelled(req)
+    return dispatch.strategies(req)
+
+
+def lower(req: Request, strategy: str) -> Plan:
+    """Return the A5 plan (one VF program) of the request in the given legal strategy."""
+    legal = dispatch.legal(req)
+    if strategy not in legal or legal[strategy]:
+        raise StrategyError(f"strategy {strategy} is illegal for this {req.op} request: {legal.get(strategy, 'unknown')}")
+    segs = segments(req, strategy)
+    buffers = allocate("a5", list(req.tiles))
+    body = emit(strategy, segs)
+    notes = [dispatch.resolve(req)[1]]
+    if not body:
+        notes.append("empty valid region: nothing is issued")
+    if req.op == "TSEL" and req.dtype.bits == 32 and strategy.startswith("1d"):
+        notes.append("upstream keys fp32 TSEL 1D cycles by trip-count parity (TSel_b32_even/odd, costmodel.md §3)")
+    kind = f"{req.dtype}->{req.dst.dtype}" if req.family == "convert" else str(compute_dtype(req))
+    epr = segs[0].kernel.epr if segs else 0
+    return Plan("a5", req.op, strategy, req, buffers, (VfProgram(strategy, epr, body, kind),), tuple(notes))
