@@ -111,7 +111,8 @@ def convert(values: np.ndarray, to: DType, mode: str = "none", saturate: bool = 
             lo, hi = value_range(to)
             wide = np.clip(wide, int(lo), int(hi))
         return wide.astype(to.np)
-    x = values.astype(np.float64 if src_int else np.float32).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        x = values.astype(np.float64 if src_int else np.float32).astype(np.float64)
     lo, hi = value_range(to)
     if saturate and "float4" not in str(values.dtype):
         x = np.clip(x, lo, hi)  # the source range contains every source value, so the intersection is dst's

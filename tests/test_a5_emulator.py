@@ -1,0 +1,391 @@
+"""A5 VF emulator: every strategy of every family agrees with the semantics; TCVT rounding and saturation."""
+from dataclasses import replace
+from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from costmodel import lower
+from costmodel.catalog import instruction
+from costmodel.dtypes import dtype as as_dtype
+from costmodel.emulate import a5 as emu
+from costmodel.emulate.verify import compare, make_inputs, verify
+from costmodel.errors import NotModelledError
+from costmodel.golden import golden
+from costmodel.golden.convert import convert
+from costmodel.isa_a5 import Affine, Addr, Loop, Plt, Pset, PtrAdd, SetPtr, SetScalar, VfProgram, Vlds, VOp, Vsts
+from costmodel.operands import make_request
+
+SETTINGS = settings(max_examples=40, deadline=None)
+OPS = {
+    "unary": ["TABS", "TNEG", "TEXP", "TLOG", "TSQRT", "TRSQRT", "TRECIP", "TRELU", "TNOT"],
+    "binary": ["TADD", "TSUB", "TMUL", "TDIV", "TMAX", "TMIN", "TAND", "TOR", "TXOR", "TSHL", "TSHR", "TPRELU"],
+    "binary_scalar": ["TADDS", "TSUBS", "TMULS", "TDIVS", "TMAXS", "TMINS", "TANDS", "TORS", "TXORS", "TSHLS",
+                      "TSHRS", "TLRELU"],
+    "partial": ["TPARTADD", "TPARTMAX", "TPARTMIN", "TPARTMUL"],
+    "col_expand": ["TCOLEXPAND"],
+    "col_expand_binary": ["TCOLEXPANDADD", "TCOLEXPANDSUB", "TCOLEXPANDMUL", "TCOLEXPANDDIV", "TCOLEXPANDMAX",
+                          "TCOLEXPANDMIN", "TCOLEXPANDEXPDIF"],
+    "row_expand": ["TROWEXPAND"],
+    "row_expand_binary": ["TROWEXPANDADD", "TROWEXPANDSUB", "TROWEXPANDMUL", "TROWEXPANDDIV", "TROWEXPANDMAX",
+                          "TROWEXPANDMIN", "TROWEXPANDEXPDIF"],
+    "compare_select": ["TSEL"],
+}
+NUMPY_OP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _div(a, b):
+    if np.issubdtype(a.dtype, np.integer):
+        q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
+        return (np.sign(a.astype(np.int64)) * np.sign(b.astype(np.int64)) * q).astype(a.dtype)
+    return (a.astype(np.float64) / b.astype(np.float64)).astype(a.dtype)
+
+
+def _apply(kernel, a, b):
+    if kernel == "copy":
+        return a
+    if kernel == "div":
+        return _div(a, b)
+    if kernel == "expdif":
+        return np.exp((a - b).astype(a.dtype).astype(np.float64)).astype(a.dtype)
+    with np.errstate(all="ignore"):
+        return NUMPY_OP[kernel](a, b).astype(a.dtype)
+
+
+def reference(req, inputs):
+    """Independent numpy statement of isa.md §4.1 (TPART*) and §4.2 (col / row expand) over the dst valid region."""
+    kernel = instruction(req.op).kernel
+    vr, vc = req.dst.valid
+    out = inputs["dst"].copy()
+    if req.family == "partial":
+        s0, s1 = inputs["src0"], inputs["src1"]
+        (r0, c0), (r1, c1) = req.tile("src0").valid, req.tile("src1").valid
+        for i in range(vr):
+            for j in range(vc):
+                in0, in1 = i < r0 and j < c0, i < r1 and j < c1
+                if in0 and in1:
+                    out[i, j] = _apply(kernel, s0[i:i + 1, j:j + 1], s1[i:i + 1, j:j + 1])[0, 0]
+                elif in0 or in1:
+                    out[i, j] = (s0 if in0 else s1)[i, j]
+        return out
+    if req.family == "col_expand":
+        out[:vr, :vc] = inputs["src"][0, :vc]
+    elif req.family == "col_expand_binary":
+        out[:vr, :vc] = _apply(kernel, inputs["src0"][:vr, :vc], np.broadcast_to(inputs["src1"][0, :vc], (vr, vc)))
+    elif req.family == "row_expand":
+        out[:vr, :vc] = np.broadcast_to(inputs["src"][:vr, :1], (vr, vc))
+    else:
+        def operand(name):
+            t = req.tile(name)
+            cols = np.arange(vc) % t.valid_cols
+            return inputs[name][:vr][:, cols]
+
+        out[:vr, :vc] = _apply(kernel, operand("src0"), operand("src1"))
+    return out
+
+
+def emulate_against(plan, expected_fn, seed=0):
+    """Run the plan; return (valid-region mismatches, changed elements outside the dst valid region)."""
+    inputs = make_inputs(plan, seed)
+    before, after = emu.run(plan, inputs, seed)
+    dst = plan.buffer("dst")
+    got = after.tile(dst.offset, dst.tile)
+    initial = before.tile(dst.offset, dst.tile)
+    inputs = dict(inputs, dst=initial)
+    want = expected_fn(plan.request, inputs)
+    vr, vc = dst.tile.valid
+    eps = 0.0 if dst.tile.dtype.is_integer else instruction(plan.op).eps
+    bad = compare(got[:vr, :vc], want[:vr, :vc], eps)
+    outside = np.ones(dst.tile.shape, dtype=bool)
+    outside[:vr, :vc] = False
+    size = got.dtype.itemsize
+    changed = outside & (got.view(f"u{size}") != initial.view(f"u{size}"))
+    return int(bad.sum()), int(changed.sum())
+
+
+ALIGN_BITS = 256
+
+
+@st.composite
+def requests(draw, family):
+    op = draw(st.sampled_from(OPS[family]))
+    inst = instruction(op)
+    dt = as_dtype(draw(st.sampled_from(inst.dtypes_on("a5"))))
+    align = ALIGN_BITS // dt.bits
+    epr = 2048 // max(dt.bits, 8)
+    cols = align * draw(st.integers(1, max(1, 3 * epr // align)))
+    kw = {}
+    rows = draw(st.integers(1, 5))
+    if family == "row_expand_binary":
+        kw["expand_mode"] = draw(st.sampled_from([1, 2]))
+        kw["expanded"] = draw(st.sampled_from(["src0", "src1"]))
+        if kw["expand_mode"] == 1:
+            rows = (ALIGN_BITS // dt.bits) * draw(st.integers(1, 2))
+    vr, vc = draw(st.integers(1, rows)), draw(st.integers(1, cols))
+    if family == "partial":
+        inner = (draw(st.integers(0, vr)), draw(st.integers(0, vc)))
+        kw["src0_valid" if draw(st.booleans()) else "src1_valid"] = inner
+    if draw(st.booleans()) and vr == rows and vc == cols:
+        kw["static_valid"] = True
+    return make_request(op, (rows, cols), dt.name, arch="a5", valid=(vr, vc), **kw)
+
+
+def legal_strategies(req):
+    return [s for s, why in lower.strategies(req)[1].items() if why is None]
+
+
+@pytest.mark.parametrize("family", ["unary", "binary", "binary_scalar"])
+@SETTINGS
+@given(data=st.data())
+def test_elementwise_strategies_match_the_golden(family, data):
+    req = data.draw(requests(family))
+    for strategy in legal_strategies(req):
+        v = verify(lower.lower(req, strategy), seed=3)
+        assert v.ok, (req.describe(), strategy, v.note, v.mismatches[:4])
+
+
+@pytest.mark.parametrize("family", ["partial", "col_expand", "col_expand_binary", "row_expand", "row_expand_binary"])
+@SETTINGS
+@given(data=st.data())
+def test_partial_and_expand_strategies_match_the_semantics(family, data):
+    req = data.draw(requests(family))
+    for strategy in legal_strategies(req):
+        plan = lower.lower(req, strategy)
+        assert emulate_against(plan, reference) == (0, 0), (req.describe(), strategy)
+        v = verify(plan, seed=3)
+        assert v.ok is not False, (req.describe(), strategy, v.note, v.mismatches[:4])  # n/a until a golden lands
+
+
+@SETTINGS
+@given(data=st.data())
+def test_tsel_with_full_range_masks(data):
+    req = data.draw(requests("compare_select"))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    for strategy in legal_strategies(req):
+        plan = lower.lower(req, strategy)
+        inputs = make_inputs(plan, 1)
+        inputs["mask"] = rng.integers(0, 256, size=req.tile("mask").shape, dtype=np.uint8)
+        before, after = emu.run(plan, inputs, 1)
+        dst = plan.buffer("dst")
+        got = after.tile(dst.offset, dst.tile)
+        want = golden("TSEL", inputs["mask"], inputs["src0"], inputs["src1"], valid=req.dst.valid,
+                      out=before.tile(dst.offset, dst.tile))
+        assert got.tobytes() == want.tobytes(), (req.describe(), strategy)
+
+
+def test_tsel_row_layout_equals_the_cpu_stream_when_rows_are_whole_bytes():
+    rng = np.random.default_rng(5)
+    mask = rng.integers(0, 256, size=(4, 32), dtype=np.uint8)
+    a, b = rng.normal(size=(4, 64)).astype(np.float32), rng.normal(size=(4, 64)).astype(np.float32)
+    row = golden("TSEL", mask, a, b, valid=(4, 64))
+    stream = golden("TSEL", mask, a, b, valid=(4, 64), mask_layout="stream")
+    assert np.array_equal(row, stream)
+    assert row[0, 0] == (a[0, 0] if mask[0, 0] & 1 else b[0, 0])
+    assert row[1, 9] == (a[1, 9] if mask[1, 1] & 2 else b[1, 9])
+
+
+# TCVT ---------------------------------------------------------------------------------------------------------
+
+VERIFIABLE_PAIRS = [t.split(">") for t in instruction("TCVT").dtypes_on("a5")
+                    if not ({"hif8", "fp4_e1m2"} & set(t.split(">")))]
+MODES = ["none", "rint", "round", "floor", "ceil", "trunc", "odd"]
+
+
+def tcvt_inputs(src, dst, shape, rng):
+    s, d = as_dtype(src), as_dtype(dst)
+    if s.is_integer:
+        info = np.iinfo(s.np)
+        return rng.integers(int(info.min), int(info.max) + 1, size=shape, dtype=np.int64).astype(s.np)
+    top = float(ml_dtypes.finfo(s.np).max)
+    span = min(top, 1.5 * (float(np.iinfo(d.np).max) if d.is_integer else float(ml_dtypes.finfo(d.np).max)))
+    halves = np.round(rng.uniform(-span, span, size=shape) * 2) / 2  # many exact .5 ties
+    spread = rng.uniform(-span, span, size=shape)
+    return np.where(rng.random(shape) < 0.5, halves, spread).astype(s.np)
+
+
+@settings(max_examples=60, deadline=None)
+@given(pair=st.sampled_from(VERIFIABLE_PAIRS), mode=st.sampled_from(MODES), sat=st.sampled_from(["on", "off"]),
+       rows=st.integers(1, 3), units=st.integers(1, 6), data=st.data())
+def test_tcvt_emulation_matches_the_golden_for_every_pair_mode_and_saturation(pair, mode, sat, rows, units, data):
+    src, dst = pair
+    cols = 64 * units
+    vr, vc = data.draw(st.integers(1, rows)), data.draw(st.integers(1, cols))
+    req = make_request("TCVT", (rows, cols), src, arch="a5", dst_dtype=dst, valid=(vr, vc), round_mode=mode, saturation=sat)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    for strategy in legal_strategies(req):
+        plan = lower.lower(req, strategy)
+        inputs = make_inputs(plan, 2)
+        inputs["src"] = tcvt_inputs(src, dst, (rows, cols), rng)
+        before, after = emu.run(plan, inputs, 2)
+        d = plan.buffer("dst")
+        got = after.tile(d.offset, d.tile)
+        want = golden("TCVT", inputs["src"], valid=(vr, vc), dst_dtype=dst, round_mode=mode, saturation=sat,
+                      out=before.tile(d.offset, d.tile))
+        assert got.tobytes() == want.tobytes(), (pair, mode, sat, strategy)
+
+
+DECIMAL_MODE = {"rint": ROUND_HALF_EVEN, "round": ROUND_HALF_UP, "floor": ROUND_FLOOR, "ceil": ROUND_CEILING,
+                "trunc": ROUND_DOWN, "none": ROUND_DOWN}
+
+
+def decimal_round(x: float, mode: str) -> int:
+    d = Decimal(float(x))
+    if mode == "odd":
+        lo = int(d.to_integral_value(ROUND_FLOOR))
+        if d - lo == Decimal("0.5"):
+            return lo if lo % 2 else lo + 1
+        return int(d.to_integral_value(ROUND_HALF_EVEN))
+    return int(d.to_integral_value(DECIMAL_MODE[mode]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.one_of(st.floats(-200, 200, width=32), st.integers(-200, 200).map(lambda v: v + 0.5)),
+                       min_size=1, max_size=40),
+       mode=st.sampled_from(MODES))
+def test_float_to_int_rounding_agrees_with_decimal_arithmetic(values, mode):
+    x = np.array(values, dtype=np.float32)
+    got = convert(x, as_dtype("i32"), mode, saturate=True)
+    assert got.tolist() == [decimal_round(v, mode) for v in x.tolist()]
+
+
+def test_saturation_clamps_on_and_wraps_off():
+    f16 = np.array([300.0, -300.0, 127.6, -128.6], dtype=np.float16)
+    assert convert(f16, as_dtype("i8"), "rint", saturate=True).tolist() == [127, -128, 127, -128]
+    assert convert(f16[:1], as_dtype("i8"), "trunc", saturate=False).tolist() == [44]  # isa.md §4.4: 300.0 -> 44
+    assert convert(np.array([70000], np.int32), as_dtype("i16"), saturate=True).tolist() == [32767]
+    assert convert(np.array([70000], np.int32), as_dtype("i16"), saturate=False).tolist() == [70000 - 65536]
+    big = np.array([1e6, -1e6], dtype=np.float32)
+    assert convert(big, as_dtype("f16"), saturate=True).tolist() == [65504.0, -65504.0]
+    assert np.isinf(convert(big, as_dtype("f16"), saturate=False)).all()
+    e4m3 = convert(np.array([500.0], np.float32), as_dtype("fp8_e4m3"), saturate=True)
+    assert float(e4m3[0]) == 448.0
+    assert np.isnan(convert(np.array([500.0], np.float32), as_dtype("fp8_e4m3"), saturate=False).astype(np.float32)).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(x=st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=30),
+       to=st.sampled_from(["f16", "bf16", "fp8_e4m3", "fp8_e5m2"]), mode=st.sampled_from(MODES))
+def test_float_to_float_is_round_to_nearest_even_whatever_the_mode(x, to, mode):
+    arr = np.array(x, dtype=np.float32)
+    t = as_dtype(to)
+    top = float(ml_dtypes.finfo(t.np).max)
+    expected = np.clip(arr, -top, top).astype(t.np)  # ml_dtypes / numpy casts round to nearest even
+    assert convert(arr, t, mode, saturate=True).tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("x,mode,want", [
+    (1.25, "rint", 1.0), (1.25, "round", 1.5), (1.25, "odd", 1.5), (2.5, "rint", 2.0), (2.5, "odd", 3.0),
+    (5.0, "rint", 4.0), (5.0, "round", 6.0), (-1.2, "floor", -1.5), (-1.2, "ceil", -1.0), (5.9, "trunc", 4.0),
+    (7.5, "rint", 6.0), (-0.2, "rint", -0.0), (0.3, "ceil", 0.5),
+])
+def test_fp4_e2m1_rounds_on_its_value_grid(x, mode, want):
+    got = convert(np.array([x], dtype=ml_dtypes.bfloat16), as_dtype("fp4_e2m1"), mode, saturate=True)
+    assert float(got[0]) == want and np.signbit(float(got[0])) == np.signbit(want)
+
+
+def test_fp4_twin_layout_low_nibble_is_the_even_element():
+    from costmodel.emulate.ub import UnifiedBuffer
+    from costmodel.tiles import Tile
+
+    ub = UnifiedBuffer(64, np.random.default_rng(0))
+    tile = Tile.make((1, 64), "fp4_e2m1")
+    vals = np.zeros((1, 64), dtype=ml_dtypes.float4_e2m1fn)
+    vals[0, 0], vals[0, 1] = 1.0, -6.0  # codes 0x2 and 0xF
+    ub.load_tile(0, tile, vals)
+    assert ub.bytes[0] == 0xF2
+    assert np.array_equal(ub.tile(0, tile), vals)
+
+
+@pytest.mark.parametrize("src,dst", [("f32", "hif8"), ("hif8", "f32"), ("bf16", "fp4_e1m2"), ("fp4_e1m2", "bf16")])
+def test_hif8_and_fp4_e1m2_are_estimate_only(src, dst):
+    plan = lower.lower(make_request("TCVT", "1x128", src, arch="a5", dst_dtype=dst))
+    v = verify(plan)
+    assert v.ok is None and "isa.md §2" in v.note
+    with pytest.raises(NotModelledError):
+        convert(np.zeros(2, np.float32), as_dtype("hif8"))
+
+
+# high-precision reciprocal ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dt", ["f32", "f16"])
+def test_high_precision_recip_is_correctly_rounded(dt):
+    rng = np.random.default_rng(11)
+    req = make_request("TRECIP", "2x128", dt, arch="a5", precision="high_precision", valid="2x100")
+    plan = lower.lower(req)
+    inputs = make_inputs(plan, 4)
+    x = rng.uniform(0.01, 300.0, size=(2, 128)) * rng.choice([-1, 1], size=(2, 128))
+    x[0, :8] = [1, 2, 0.5, -4, 8, 0.25, 1.5, 3]
+    inputs["src"] = x.astype(as_dtype(dt).np)
+    _, after = emu.run(plan, inputs, 4)
+    got = after.tile(plan.buffer("dst").offset, plan.buffer("dst").tile)[:, :100]
+    want = (1.0 / inputs["src"].astype(np.float64)).astype(as_dtype(dt).np)[:, :100]
+    assert got.tobytes() == want.tobytes()
+
+
+# emulator semantics and broken programs ----------------------------------------------------------------------
+
+def test_zeroing_and_predicated_stores():
+    from costmodel.emulate.ub import UnifiedBuffer
+
+    ub = UnifiedBuffer(1024, np.random.default_rng(1))
+    ub.bytes[:256] = np.arange(64, dtype=np.float32).view(np.uint8)
+    keep = ub.bytes[256:512].copy()
+    prog = (SetScalar("s_n", 10), SetScalar("s1", 100.0, "f32"), Plt("p0", "s_n", 32), Pset("pall", 32),
+            Vlds("v0", Addr("a", 32, Affine(0)), "f32"), VOp("vadds", "f32", "v1", ("v0",), "p0", "s1"),
+            Vsts("v1", Addr("a", 32, Affine(128)), "f32", "NORM_B32", "pall"),
+            Vsts("v1", Addr("a", 32, Affine(64)), "f32", "NORM_B32", "p0"))
+    emu.execute(prog, emu.VfState({"a": 0}), ub)
+    zeroed = ub.bytes[512:768].view(np.float32)
+    assert zeroed[:10].tolist() == [100.0 + i for i in range(10)] and not zeroed[10:].any()
+    assert np.array_equal(ub.bytes[256 + 40:512], keep[40:])  # lanes 10.. of the predicated store were not written
+
+
+def test_post_update_pointers_and_loop_indices():
+    from costmodel.emulate.ub import UnifiedBuffer
+
+    ub = UnifiedBuffer(2048, np.random.default_rng(2))
+    ub.bytes[:512] = np.arange(128, dtype=np.float32).view(np.uint8)
+    body = (Plt("p0", "s_n", 32), Vlds("v0", Addr("a", 32, Affine(0, (("i", 64),))), "f32"),
+            Vsts("v0", __import__("costmodel.isa_a5", fromlist=["PostAddr"]).PostAddr("pd", 64), "f32", "NORM_B32", "p0"))
+    prog = (SetScalar("s_n", 100), SetPtr("pd", "a", 32, 256), Loop("i", 2, body), PtrAdd("pd", 1))
+    st_ = emu.VfState({"a": 0})
+    emu.execute(prog, st_, ub)
+    assert ub.bytes[1024:1024 + 400].view(np.float32).tolist() == list(range(100))
+    assert st_.a["pd"] == ((256 + 128 + 1) * 32, 32)
+
+
+def _mutate(plan, fn):
+    prog = plan.body[0]
+    return replace(plan, body=(replace(prog, body=fn(prog.body)),))
+
+
+def _deep(body, fn):
+    out = []
+    for ins in body:
+        if isinstance(ins, Loop):
+            out.append(replace(ins, body=tuple(_deep(ins.body, fn))))
+        else:
+            out.extend(fn(ins))
+    return tuple(out)
+
+
+def test_broken_programs_are_reported_not_verified():
+    req = make_request("TMINS", "16x200", "f32", arch="a5", valid="16x190")
+    good = lower.lower(req, "2d-post-update")
+    assert verify(good).ok
+    no_tail_pred = _mutate(good, lambda b: _deep(b, lambda i: [replace(i, pred="p0_full")] if isinstance(i, Vsts) else [i]))
+    v = verify(no_tail_pred)
+    assert v.ok is False and any(m[0] == "dst outside valid" for m in v.mismatches)
+    no_row_adjust = _mutate(good, lambda b: _deep(b, lambda i: [] if isinstance(i, PtrAdd) else [i]))
+    assert verify(no_row_adjust).ok is False
+    wrong_op = _mutate(good, lambda b: _deep(b, lambda i: [replace(i, op="vmaxs")] if isinstance(i, VOp) else [i]))
+    assert verify(wrong_op).ok is False
+
+
+def test_a5_plans_never_touch_bytes_outside_their_buffers():
+    plan = lower.lower(make_request("TCVT", "3x256", "bf16", arch="a5", dst_dtype="fp4_e2m1", valid="3x201"))
+    v = verify(plan, seed=9)
+    assert v.ok, v.mismatches
+    assert isinstance(plan.body[0], VfProgram)
