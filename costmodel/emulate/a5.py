@@ -93,6 +93,11 @@ def _store_lanes(reg_out: np.ndarray, values: np.ndarray, dt: DType, active: np.
 
 
 def _vop(st: VfState, ins: VOp) -> None:
+    with np.errstate(all="ignore"):  # inactive lanes may hold any bit pattern (NaN, inf)
+        _vop_lanes(st, ins)
+
+
+def _vop_lanes(st: VfState, ins: VOp) -> None:
     kind, kernel = vf_ops()[ins.op]
     dt = as_dtype(ins.dtype)
     active = lane_flags(st.preg(ins.pred), dt.bits) if ins.pred else None
@@ -133,7 +138,8 @@ def _vcmp(st: VfState, ins: VCmp) -> None:
     dt = as_dtype(ins.dtype)
     a = _view(st.vreg(ins.srcs[0]), dt)
     b = np.full(a.shape, st.s[ins.scalar]).astype(dt.np) if ins.scalar else _view(st.vreg(ins.srcs[1]), dt)
-    res = _CMP[kernel](a, b)
+    with np.errstate(invalid="ignore"):
+        res = _CMP[kernel](a, b)
     if ins.pred:
         res &= lane_flags(st.preg(ins.pred), dt.bits)
     st.p[ins.dst] = np.repeat(res, dt.bits // 8)

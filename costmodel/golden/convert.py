@@ -118,9 +118,10 @@ def convert(values: np.ndarray, to: DType, mode: str = "none", saturate: bool = 
         x = np.clip(x, lo, hi)  # the source range contains every source value, so the intersection is dst's
     if to.is_integer:
         y = np.nan_to_num(round_integral(x, "trunc" if mode == "none" else mode), nan=0.0)
+        top = np.nextafter(2.0**63, 0)  # the largest double an int64 holds
         if not saturate:
-            return np.clip(y, -2.0**63, 2.0**63 - 1).astype(np.int64).astype(to.np)
-        return np.clip(y, lo, hi).astype(to.np)
+            return np.clip(y, -top, top).astype(np.int64).astype(to.np)
+        return np.clip(y, lo, min(hi, top)).astype(to.np)
     if to.bits == 4:
         return _grid_round(x, to, "rint" if mode == "none" else mode).astype(to.np)
     if not src_int and values.dtype == to.np and mode != "none":
