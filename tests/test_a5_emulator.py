@@ -15,7 +15,8 @@ from costmodel.emulate.verify import compare, make_inputs, verify
 from costmodel.errors import NotModelledError
 from costmodel.golden import golden
 from costmodel.golden.convert import convert
-from costmodel.isa_a5 import Affine, Addr, Loop, Plt, Pset, PtrAdd, SetPtr, SetScalar, VfProgram, Vlds, VOp, Vsts
+from costmodel.isa_a5 import (Affine, Addr, Loop, Plt, PostAddr, Pset, PtrAdd, SetPtr, SetScalar, VfProgram, Vlds,
+                               VOp, Vsts)
 from costmodel.operands import make_request
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -348,7 +349,7 @@ def test_post_update_pointers_and_loop_indices():
     ub = UnifiedBuffer(2048, np.random.default_rng(2))
     ub.bytes[:512] = np.arange(128, dtype=np.float32).view(np.uint8)
     body = (Plt("p0", "s_n", 32), Vlds("v0", Addr("a", 32, Affine(0, (("i", 64),))), "f32"),
-            Vsts("v0", __import__("costmodel.isa_a5", fromlist=["PostAddr"]).PostAddr("pd", 64), "f32", "NORM_B32", "p0"))
+            Vsts("v0", PostAddr("pd", 64), "f32", "NORM_B32", "p0"))
     prog = (SetScalar("s_n", 100), SetPtr("pd", "a", 32, 256), Loop("i", 2, body), PtrAdd("pd", 1))
     st_ = emu.VfState({"a": 0})
     emu.execute(prog, st_, ub)

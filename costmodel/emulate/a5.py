@@ -18,11 +18,11 @@ from ..arch import constants
 from ..dtypes import DType, dtype as as_dtype
 from ..golden.convert import convert
 from ..golden.kernels import apply
-from ..isa_a5 import (Addr, Loop, Plds, PLogic, Plt, PostAddr, Pset, PtrAdd, SetPtr, SetScalar, VCmp, VfProgram,
+from ..isa_a5 import (Addr, Loop, Plds, PLogic, Plt, Pset, PtrAdd, SetPtr, SetScalar, VCmp, VfProgram,
                       Vlds, VOp, VSel, Vsts)
 from ..lower.a5.program import vf_ops
 from ..plan import Plan
-from .ub import UnifiedBuffer, initial_image, pack_nibbles, unpack_nibbles
+from .ub import UnifiedBuffer, initial_image, unpack_nibbles
 
 _C = constants("a5")
 VL = _C.vl_bytes
@@ -273,6 +273,3 @@ def run(plan: Plan, inputs: dict[str, np.ndarray], seed: int = 0) -> tuple[Unifi
     before.bytes = ub.bytes.copy()
     run_on(plan, ub)
     return before, ub
-
-
-__all__ = ["run", "run_on", "execute", "VfState", "pack_nibbles"]

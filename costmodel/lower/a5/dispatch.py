@@ -15,8 +15,6 @@ from ...tiles import Tile
 from .forms import STRATEGIES
 from .table import dispatch
 
-VF_IMPL_KINDS = ("VFIMPL_DEFAULT", "VFIMPL_1D_NO_POST_UPDATE", "VFIMPL_2D_NO_POST_UPDATE", "VFIMPL_1D_POST_UPDATE",
-                 "VFIMPL_2D_POST_UPDATE")  # enum values 0..4 (costmodel.md §3 step 5)
 ROW_SHAPED = ("col_expand", "col_expand_binary", "row_expand", "row_expand_binary")
 
 

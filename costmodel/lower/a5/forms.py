@@ -116,11 +116,13 @@ def _ptr(name: str) -> str:
     return f"a_{name}"
 
 
-def _chunk_body(k: Kernel, address, drop_main: bool = False) -> list:
-    """Return the body with Gen/Mem turned into instructions; `address(mem)` builds each access address."""
+def _materialise_all(items, k: Kernel, address, drop_main: bool = False) -> list:
+    """Turn Gen/Mem placeholders into instructions; `address(mem)` builds each access address.
+
+    With `drop_main`, predicates of the main counter are left out (2D post-update precomputes them)."""
     main = k.counters[0].reg
     out = []
-    for ins in k.body:
+    for ins in items:
         if isinstance(ins, Gen):
             if not (drop_main and ins.counter == main):
                 out.append(Plt(ins.dst, ins.counter, ins.bits))
@@ -143,13 +145,13 @@ def _one_d(seg: Segment, post_update: bool, var: str) -> list:
     names = [name for name, _ in k.streams]
     if post_update:
         out += [SetPtr(_ptr(nm), k.stream(nm).buf, k.stream(nm).bits, seg.row0 * k.stream(nm).row_stride) for nm in names]
-        out += _chunk_body(Kernel(k.epr, k.streams, k.counters, body=k.row_head), lambda m: PostAddr(_ptr(m.stream), m.count))
-        body = _chunk_body(k, lambda m: PostAddr(_ptr(m.stream), m.count))
+        post = lambda m: PostAddr(_ptr(m.stream), m.count)  # noqa: E731
+        out += _materialise_all(k.row_head, k, post)
+        body = _materialise_all(k.body, k, post)
     else:
-        out += _chunk_body(Kernel(k.epr, k.streams, k.counters, body=k.row_head),
-                           lambda m: _explicit(k, m, seg.row0 * k.stream(m.stream).row_stride, ()))
-        body = _chunk_body(k, lambda m: _explicit(k, m, seg.row0 * k.stream(m.stream).row_stride,
-                                                  ((var, k.advance(m.stream)),)))
+        out += _materialise_all(k.row_head, k, lambda m: _explicit(k, m, seg.row0 * k.stream(m.stream).row_stride, ()))
+        body = _materialise_all(k.body, k, lambda m: _explicit(k, m, seg.row0 * k.stream(m.stream).row_stride,
+                                                               ((var, k.advance(m.stream)),)))
     out.append(Loop(var, _check_trip(math.ceil(n / k.epr), "1D"), tuple(body), "elements"))
     return out
 
@@ -170,8 +172,8 @@ def _two_d(seg: Segment, post_update: bool, rvar: str, jvar: str) -> list:
             terms = ((rvar, s.row_stride),) + (((jvar, k.advance(m.stream)),) if with_j else ())
             return _explicit(k, m, seg.row0 * s.row_stride, terms)
 
-        head = _chunk_body(Kernel(k.epr, k.streams, k.counters, body=k.row_head), lambda m: addr(m, False))
-        inner = Loop(jvar, _check_trip(chunks, "2D chunk"), tuple(_chunk_body(k, addr)), "chunks")
+        head = _materialise_all(k.row_head, k, lambda m: addr(m, False))
+        inner = Loop(jvar, _check_trip(chunks, "2D chunk"), tuple(_materialise_all(k.body, k, addr)), "chunks")
         row_body = tuple(resets + head + [inner])
         out.append(Loop(rvar, _check_trip(seg.rows, "2D row"), row_body, "rows"))
         return out
@@ -183,8 +185,8 @@ def _two_d(seg: Segment, post_update: bool, rvar: str, jvar: str) -> list:
         out.append(SetScalar(f"{main.reg}_tail", tail * main.units, note="tail predicate counter"))
         out += [Plt(f"{g.dst}_tail", f"{main.reg}_tail", g.bits) for g in gens]
     post = lambda m: PostAddr(_ptr(m.stream), m.count)  # noqa: E731
-    row_body: list = resets + _chunk_body(Kernel(k.epr, k.streams, k.counters, body=k.row_head), post)
-    body = _chunk_body(k, post, drop_main=True)
+    row_body: list = resets + _materialise_all(k.row_head, k, post)
+    body = _materialise_all(k.body, k, post, drop_main=True)
     if full:
         to_full = {g.dst: f"{g.dst}_full" for g in gens}
         row_body.append(Loop(jvar, _check_trip(full, "2D chunk"), tuple(rename(i, to_full) for i in body), "chunks"))
