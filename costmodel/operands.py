@@ -212,15 +212,15 @@ def _block_reduce_tiles(inst, dt, shape, params):
 
 
 def _other_tiles(inst, dt, shape, dst, sv, params):
-    """TCVT (dst, src) and TSEL (dst, mask, src0, src1); any other family: dst only."""
+    """TCVT (dst, src) and TSEL (dst, src0, src1, mask); any other family: dst only."""
     rows, cols = shape
     if inst.family == "convert":
         params["dst_dtype"] = dst.dtype.name
         return [("dst", dst), ("src", _tile(shape, dt, dst.valid, static_valid=sv, name="src"))], _convert_params(inst, dt, dst.dtype, params)
-    if inst.name == "TSEL":
-        return [("dst", dst), ("mask", _mask_tile(shape, dst.valid, sv)),
-                ("src0", _tile(shape, dt, dst.valid, static_valid=sv, name="src0")),
-                ("src1", _tile(shape, dt, dst.valid, static_valid=sv, name="src1"))], params
+    if inst.name == "TSEL":  # the mask last, so that the first source carries the compute type
+        return [("dst", dst), ("src0", _tile(shape, dt, dst.valid, static_valid=sv, name="src0")),
+                ("src1", _tile(shape, dt, dst.valid, static_valid=sv, name="src1")),
+                ("mask", _mask_tile(shape, dst.valid, sv))], params
     return [("dst", dst)], params
 
 

@@ -171,7 +171,7 @@ def test_tsel_with_full_range_masks(data):
         before, after = emu.run(plan, inputs, 1)
         dst = plan.buffer("dst")
         got = after.tile(dst.offset, dst.tile)
-        want = golden("TSEL", inputs["mask"], inputs["src0"], inputs["src1"], valid=req.dst.valid,
+        want = golden("TSEL", inputs["src0"], inputs["src1"], inputs["mask"], valid=req.dst.valid,
                       out=before.tile(dst.offset, dst.tile))
         assert got.tobytes() == want.tobytes(), (req.describe(), strategy)
 
@@ -180,8 +180,8 @@ def test_tsel_row_layout_equals_the_cpu_stream_when_rows_are_whole_bytes():
     rng = np.random.default_rng(5)
     mask = rng.integers(0, 256, size=(4, 32), dtype=np.uint8)
     a, b = rng.normal(size=(4, 64)).astype(np.float32), rng.normal(size=(4, 64)).astype(np.float32)
-    row = golden("TSEL", mask, a, b, valid=(4, 64))
-    stream = golden("TSEL", mask, a, b, valid=(4, 64), mask_layout="stream")
+    row = golden("TSEL", a, b, mask, valid=(4, 64))
+    stream = golden("TSEL", a, b, mask, valid=(4, 64), mask_layout="stream")
     assert np.array_equal(row, stream)
     assert row[0, 0] == (a[0, 0] if mask[0, 0] & 1 else b[0, 0])
     assert row[1, 9] == (a[1, 9] if mask[1, 1] & 2 else b[1, 9])

@@ -1,5 +1,7 @@
 """TSEL semantics (isa.md §4.5): dst = src0 where the mask bit is 1, else src1, over the dst valid region.
 
+`golden("TSEL", src0, src1, mask, valid=...)`: the operands in request order (the mask tile last).
+
 The mask is a u8 tile read LSB first. Two bit layouts:
 * `row` (default; A2/A3 NPU and our A5 model): dst row i uses mask row i, element j uses bit j % 8 of byte j // 8;
 * `stream` (CPU reference): one continuous bit stream over the dst valid elements in row-major order, moving
@@ -32,7 +34,7 @@ def mask_bits(mask: np.ndarray, vr: int, vc: int, layout: str = "row", mask_vali
 def _select(inst, operands, valid, out, params):
     if inst.name != "TSEL":
         raise NotModelledError(f"no golden semantics for {inst.name} yet")
-    mask, src0, src1 = (np.asarray(a) for a in operands)
+    src0, src1, mask = (np.asarray(a) for a in operands)
     vr, vc = _region(valid, src0.shape)
     pick = mask_bits(mask, vr, vc, params.get("mask_layout", "row"), params.get("mask_valid_cols"))
     dst = _blank(src0.shape, src0.dtype, out)

@@ -75,18 +75,13 @@ def _compute(req: Request, regs: Regs, dt: DType, pred: str) -> tuple[list, list
     return prologue, compile_block(row.body, regs, dt, pred, scalar)
 
 
-def compute_dtype(req: Request) -> DType:
-    """The element type the op computes in (TSEL: the data type, not the u8 mask)."""
-    return req.dst.dtype if req.op == "TSEL" else req.dtype
-
-
 def elementwise_kernel(req: Request, inner: tuple[str, int] | None = None) -> Kernel:
     """The chunk kernel of an elementwise-shaped op.
 
     With `inner = (full source, inner cols)` (TPART with unequal regions) the op runs under a second predicate
     over the inner columns and `vsel` keeps the full source's value elsewhere (inferred, isa.md §4.1).
     """
-    dt = compute_dtype(req)
+    dt = req.dtype
     lane = lane_bits(dt)
     epr = VL_BITS // lane
     pb = pred_bits(lane)
@@ -215,6 +210,6 @@ def lower(req: Request, strategy: str) -> Plan:
         notes.append("empty valid region: nothing is issued")
     if req.op == "TSEL" and req.dtype.bits == 32 and strategy.startswith("1d"):
         notes.append("upstream keys fp32 TSEL 1D cycles by trip-count parity (TSel_b32_even/odd, costmodel.md §3)")
-    kind = f"{req.dtype}->{req.dst.dtype}" if req.family == "convert" else str(compute_dtype(req))
+    kind = f"{req.dtype}->{req.dst.dtype}" if req.family == "convert" else str(req.dtype)
     epr = segs[0].kernel.epr if segs else 0
     return Plan("a5", req.op, strategy, req, buffers, (VfProgram(strategy, epr, body, kind),), tuple(notes))
