@@ -68,7 +68,7 @@ def resolve(req: Request) -> tuple[str, str]:
     cont = static_contiguous(req)
     form, source = dispatch(req.op, req.family, cont, kind)
     shape = "static-contiguous" if cont else "not static-contiguous"
-    return form, f"{kind} on a {shape} request -> {form} ({source})"
+    return form, f"{kind} on a {shape} request -> {form} [{source}]"
 
 
 def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
