@@ -66,7 +66,7 @@ def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
 
 def _streams(req: Request, buffers=None) -> dict[str, Stream]:
     buffers = buffers or allocate("a2a3", list(req.tiles))
-    out = {b.name: stream(b) for b in buffers if b.tile.layout == "row_major" and b.name != "tmp"}
+    out = {b.name: stream(b) for b in buffers if b.name != "tmp"}
     full, _ = _layout(req)
     if full:
         out["full"] = out[full]
