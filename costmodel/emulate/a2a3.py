@@ -107,7 +107,8 @@ def _mask_bits(state: VectorState, lanes: int, repeat: int) -> tuple[np.ndarray,
 def _compare(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
     """vcmpv_<mode>: one bit per active element, LSB first, `lanes` bits per repeat packed back to back (isa.md §7.1).
 
-    Bits of inactive lanes keep their old value (inferred, as for masked lanes of other intrinsics).
+    The dst operand's block and repeat strides are not used. Bits of inactive lanes keep their old value
+    (inferred, as for masked lanes of other intrinsics).
     """
     dt = as_dtype(op.dtype)
     lanes = _A.repeat_bytes * 8 // dt.bits
