@@ -69,6 +69,7 @@ def compare(
         default = next(e for e in ests if e.strategy_source == "default")
         render.emit_json({"op": ests[0].op, "arch": ests[0].arch, "model": ests[0].model,
                           "default": default.strategy, "fastest": next(e.strategy for e in ests if e.cycles == best),
+                          "fastest_saving_pct": (1 - best / default.cycles) * 100 if default.cycles else 0.0,
                           "strategies": [dict(e.to_dict(), default=e is default, fastest=e.cycles == best) for e in ests]})
     else:
         render.compare_text(ests)
