@@ -215,8 +215,7 @@ def _other_tiles(inst, dt, shape, dst, sv, params):
     """TCVT (dst, src) and TSEL (dst, src0, src1, mask); any other family: dst only."""
     rows, cols = shape
     if inst.family == "convert":
-        params["dst_dtype"] = dst.dtype.name
-        return [("dst", dst), ("src", _tile(shape, dt, dst.valid, static_valid=sv, name="src"))], _convert_params(inst, dt, dst.dtype, params)
+        return [("dst", dst), ("src", _tile(shape, dt, dst.valid, static_valid=sv, name="src"))], params
     if inst.name == "TSEL":  # the mask last, so that the first source carries the compute type
         return [("dst", dst), ("src0", _tile(shape, dt, dst.valid, static_valid=sv, name="src0")),
                 ("src1", _tile(shape, dt, dst.valid, static_valid=sv, name="src1")),
@@ -259,7 +258,8 @@ def saturation(value: Any) -> str:
     return table[key]
 
 
-def _convert_params(inst, src, dst, params):
+def _convert_params(src, dst, params):
+    """A5 TCVT: canonical round mode (default none) and saturation (default per pair, isa.md §4.4)."""
     from .golden.convert import default_saturation
 
     params["round_mode"] = round_mode(params.get("round_mode", "none"))
@@ -286,6 +286,8 @@ def vf_impl_kind(value: Any) -> str:
 
 def _arch_rules(inst, arch, dt, tiles, params):
     """Check the parameters that only some arches take, and the A5 tile relations (isa.md §3 constraints)."""
+    if inst.family == "convert" and arch == "a5":
+        params = _convert_params(dt, dict(tiles)["dst"].dtype, params)
     for key in ("round_mode", "saturation"):
         if key in params and inst.family != "convert":
             raise ParamError(f"{key} applies to TCVT only, not {inst.name}")

@@ -273,3 +273,23 @@ def run(plan: Plan, inputs: dict[str, np.ndarray], seed: int = 0) -> tuple[Unifi
     before.bytes = ub.bytes.copy()
     run_on(plan, ub)
     return before, ub
+
+
+def _register_convert_golden_args() -> None:
+    """TCVT goldens take the destination type from the dst tile (A5 plans; other arches keep their own rule)."""
+    from ..golden import golden
+    from .verify import _GOLDEN_ARGS
+
+    previous = _GOLDEN_ARGS.get("convert")
+
+    def args(plan: Plan, inputs: dict) -> np.ndarray:
+        if plan.arch != "a5" and previous is not None:
+            return previous(plan, inputs)
+        req = plan.request
+        params = dict(req.params, dst_dtype=req.dst.dtype.name)
+        return golden(req.op, inputs["src"], valid=req.dst.valid, **params)
+
+    _GOLDEN_ARGS["convert"] = args
+
+
+_register_convert_golden_args()
