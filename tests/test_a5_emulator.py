@@ -255,6 +255,7 @@ def test_saturation_clamps_on_and_wraps_off():
     f16 = np.array([300.0, -300.0, 127.6, -128.6], dtype=np.float16)
     assert convert(f16, as_dtype("i8"), "rint", saturate=True).tolist() == [127, -128, 127, -128]
     assert convert(f16[:1], as_dtype("i8"), "trunc", saturate=False).tolist() == [44]  # isa.md §4.4: 300.0 -> 44
+    assert convert(np.array([1e10], np.float32), as_dtype("i16"), saturate=False).tolist() == [-1]  # via s32 0x7fffffff
     assert convert(np.array([70000], np.int32), as_dtype("i16"), saturate=True).tolist() == [32767]
     assert convert(np.array([70000], np.int32), as_dtype("i16"), saturate=False).tolist() == [70000 - 65536]
     big = np.array([1e6, -1e6], dtype=np.float32)

@@ -2,7 +2,8 @@
 
 Per element, following the CPU reference:
 1. saturation ON (and the source is not fp4): clamp the value into the intersection of the source and
-   destination ranges; OFF: no clamp — narrowing to an integer keeps the low bits (wrap), a float target
+   destination ranges; OFF: no clamp — narrowing to an integer keeps the low bits (wrap; a float source
+   first saturates to s32, or s64 for 64-bit targets, as the NPU's OFF path does), a float target
    overflows as the host cast does (inf, or NaN for fp8 e4m3 which has no inf);
 2. float -> integer applies the round mode (`none` = C cast = truncation); float -> fp4 rounds onto the fp4
    value grid with the round mode (`none` = nearest even, inferred); float -> other float types round to
@@ -119,8 +120,9 @@ def convert(values: np.ndarray, to: DType, mode: str = "none", saturate: bool = 
     if to.is_integer:
         y = np.nan_to_num(round_integral(x, "trunc" if mode == "none" else mode), nan=0.0)
         top = np.nextafter(2.0**63, 0)  # the largest double an int64 holds
-        if not saturate:
-            return np.clip(y, -top, top).astype(np.int64).astype(to.np)
+        if not saturate:  # float ->(sat) s32 (s64 for 64-bit targets) -> keep the low bits (isa.md §4.4)
+            wide = (-top, top) if to.bits > 32 else (-2.0**31, 2.0**31 - 1)
+            return np.clip(y, *wide).astype(np.int64).astype(to.np)
         return np.clip(y, lo, min(hi, top)).astype(to.np)
     if to.bits == 4:
         return _grid_round(x, to, "rint" if mode == "none" else mode).astype(to.np)
