@@ -78,9 +78,13 @@ def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: Vec
     if kind == "dup":
         result = np.broadcast_to(_scalar(op.scalar, out_dt), dst_addr.shape)
     elif kind == "convert":
-        from ..golden.convert import convert
+        from ..golden.convert import convert, to_integral
 
-        result = convert(srcs[0], out_dt, op.mode or "rint")
+        mode = op.mode or kernel
+        if out_dt == dt and dt.is_float:  # vconv_f322f32<m>: round to an integral value in place (isa.md §4)
+            result = to_integral(srcs[0], mode)
+        else:
+            result = convert(srcs[0], out_dt, mode)
     elif kind == "scalar":
         result = apply(kernel, srcs[0], np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape))
     else:
@@ -127,8 +131,11 @@ def _scalar_loop(ub: UnifiedBuffer, bases: dict[str, int], op: ScalarLoop) -> No
 
     dst = addr(op.dst, op.row_stride_bytes[0])
     srcs = [ub.read(addr(s, st), dt) for s, st in zip(op.srcs, op.row_stride_bytes[1:])]
-    s = np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape)
-    operands = (s, srcs[0]) if op.reverse else (srcs[0], s)
+    if op.scalar is None:
+        operands = tuple(srcs)
+    else:
+        s = np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape)
+        operands = (s, srcs[0]) if op.reverse else (srcs[0], s)
     ub.write(dst, apply(op.kernel, *operands), dt)
 
 
@@ -160,7 +167,7 @@ def execute(plan: Plan, ub: UnifiedBuffer) -> None:
 
 def _family_of(intrinsic: str) -> tuple[str, str]:
     if intrinsic.startswith("vconv"):
-        return "convert", "convert"
+        return "convert", "rint"
     raise KeyError(f"intrinsic {intrinsic} is not in data/a2a3_intrinsics.csv")
 
 

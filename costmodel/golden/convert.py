@@ -38,3 +38,10 @@ def convert(values: np.ndarray, to: DType, mode: str = "rint", saturate: bool = 
             return y.astype(to.np)
         return np.nan_to_num(y).astype(np.int64).astype(to.np)
     return x.astype(to.np)
+
+
+def to_integral(values: np.ndarray, mode: str) -> np.ndarray:
+    """Return `values` rounded to integral values in their own float type (vconv_f322f32<mode>, isa.md §4)."""
+    x = np.asarray(values)
+    with np.errstate(all="ignore"):
+        return _round(x.astype(np.float64), mode).astype(x.dtype)
