@@ -1,7 +1,8 @@
 """Execute a plan on seeded random data and check it against the golden semantics.
 
 Checks: the destination's valid region agrees with the golden (tolerance `eps` per isa.md §8, exact for
-integers); nothing of the destination outside its valid region changed; no source tile changed; no byte of
+integers); nothing of the destination outside its valid region changed; no source tile changed (a source placed
+at the destination's address, i.e. an in-place op, is the destination); no byte of
 the unified buffer outside the plan's buffers changed (scratch buffers may change).
 """
 from __future__ import annotations
@@ -119,7 +120,7 @@ def verify(plan: Plan, seed: int = 0) -> Verification:
     for i, j in _first(changed):
         problems.append(("dst outside valid", (i, j), got[i, j].item(), initial[i, j].item()))
     for buf in plan.buffers:
-        if buf.scratch or buf is dst_buf:
+        if buf.scratch or buf is dst_buf or buf.offset == dst_buf.offset:  # an in-place source is the destination
             continue
         if not np.array_equal(before.bytes[buf.offset:buf.offset + buf.nbytes], after.bytes[buf.offset:buf.offset + buf.nbytes]):
             problems.append((buf.name, "source tile changed", None, None))
