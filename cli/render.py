@@ -83,3 +83,60 @@ def compare_text(ests) -> None:
         rel = (e.cycles / default.cycles - 1) * 100 if default.cycles else 0.0
         t.add_row(name, fmt_cycles(e.cycles), f"{rel:+.1f}%", breakdown_text(e.breakdown), e.to_dict()["verified"])
     console().print(t)
+
+
+def _metrics_table(title: str, df, keys: list[str]):
+    from rich.table import Table
+
+    t = Table(title=title)
+    for k in keys:
+        t.add_column(k)
+    for col in ("n", "MAPE %", "median %", "worst %", "within 5 %", "tau"):
+        t.add_column(col, justify="right")
+    for r in df.to_dict("records"):
+        tau = r.get("kendall_tau")
+        t.add_row(*(str(r[k]) for k in keys), str(r["n"]), f"{r['mape']:.2f}", f"{r['median_ape']:.2f}",
+                  f"{r['worst_ape']:.2f}", f"{r['within_5']:.0f}", "-" if tau != tau else f"{tau:.3f}")
+    return t
+
+
+def validation_text(rep, name: str) -> None:
+    """Print the overall metrics, the per-op table and the rows that could not be modelled."""
+    import pandas as pd
+
+    con = console()
+    o = rep.overall
+    con.print(f"[bold]{name}[/]: {o['n']} of {o['rows']} rows predicted")
+    if o["n"]:
+        con.print(f"overall: MAPE {o['mape']:.2f} %, median {o['median_ape']:.2f} %, worst {o['worst_ape']:.2f} %, "
+                  f"within 5 % {o['within_5']:.1f} %, Kendall tau {o['kendall_tau']:.3f}")
+        con.print(_metrics_table("per op", rep.per_op, ["arch", "op"]))
+    if len(rep.unmodelled):
+        notes = rep.unmodelled.groupby("note", sort=False)["line"].apply(lambda s: ", ".join(map(str, s))).reset_index()
+        con.print(f"[yellow]{len(rep.unmodelled)} row(s) not modelled:[/]")
+        for r in notes.itertuples(index=False):
+            con.print(f"  lines {r.line}: {r.note}")
+
+
+class _Progress:
+    def __init__(self, label: str, total: int):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                            console=console(stderr=True), transient=True, disable=total < 200)
+        self.task = self.bar.add_task(label, total=total)
+
+    def __enter__(self):
+        self.bar.__enter__()
+        return self.tick
+
+    def tick(self, done: int, total: int) -> None:
+        self.bar.update(self.task, completed=done, total=total)
+
+    def __exit__(self, *exc):
+        return self.bar.__exit__(*exc)
+
+
+def progress(label: str, total: int) -> _Progress:
+    """Return a context manager yielding `tick(done, total)`; draws a rich progress bar on stderr for long work."""
+    return _Progress(label, total)

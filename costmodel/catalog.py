@@ -44,19 +44,18 @@ class Instruction:
             other = [a for a in ARCHES if self.dtypes_on(a)]
             where = f"; it is available on {', '.join(other)}" if other else ""
             raise UnsupportedDtypeError(f"{self.name} is not available on {arch}{where}")
-        if any(">" in t for t in toks):
-            if dst is None:
-                accepted = " ".join(toks)
-                raise UnsupportedDtypeError(f"{self.name} needs a destination dtype on {arch} (--dst-dtype); accepted pairs: {accepted}")
-            if f"{dt.name}>{dst.name}" not in toks:
+        plain = {t for t in toks if ">" not in t}
+        pairs = [t for t in toks if ">" in t]
+        if dst is None or dst == dt:
+            if dt.name in plain or "any" in plain or f"{dt.name}>{dt.name}" in pairs:
+                return
+            if pairs and not plain:
                 raise UnsupportedDtypeError(
-                    f"{self.name} does not support {dt.name}->{dst.name} on {arch}; accepted pairs: {' '.join(toks)}")
-            return
-        if "any" in toks:
-            return
-        if dt.name not in toks:
+                    f"{self.name} needs a destination dtype on {arch} (--dst-dtype); accepted pairs: {' '.join(pairs)}")
             raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {' '.join(toks)}")
-
+        if f"{dt.name}>{dst.name}" not in pairs:
+            raise UnsupportedDtypeError(
+                f"{self.name} does not support {dt.name}->{dst.name} on {arch}; accepted: {' '.join(toks)}")
 
 @functools.cache
 def _instructions() -> dict[str, Instruction]:

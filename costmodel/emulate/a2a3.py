@@ -76,7 +76,8 @@ def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: Vec
     dst_addr = _addresses(bases[op.dst.buf], op.dst, out_dt.bits // 8, act.shape)[act]
     srcs = [ub.read(_addresses(bases[s.buf], s, dt.bits // 8, act.shape)[act], dt) for s in op.srcs]
     if kind == "dup":
-        result = np.broadcast_to(_scalar(op.scalar, out_dt), dst_addr.shape)
+        value = _ub_scalar(ub, bases, op.scalar, out_dt) if isinstance(op.scalar, Addr) else _scalar(op.scalar, out_dt)
+        result = np.broadcast_to(value, dst_addr.shape)
     elif kind == "convert":
         from ..golden.convert import convert, to_integral
 
@@ -90,6 +91,72 @@ def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: Vec
     else:
         result = apply(kernel, *srcs)
     ub.write(dst_addr, result, out_dt)
+
+
+def _ub_scalar(ub: UnifiedBuffer, bases: dict[str, int], addr: Addr, dt: DType) -> np.ndarray:
+    """The scalar operand the scalar unit loaded from UB (a per-row value, e.g. TROWEXPAND's src[i, 0])."""
+    return ub.read(np.array(bases[addr.buf] + addr.offset), dt)
+
+
+_PREDICATES = {"gt": np.greater, "lt": np.less, "ge": np.greater_equal, "le": np.less_equal,
+               "eq": np.equal, "ne": np.not_equal}
+
+
+def _mask_bits(state: VectorState, lanes: int, repeat: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return (active lanes, bit index of each active lane): lane p of repeat r is bit r*lanes + p."""
+    act = _active(state, lanes, repeat)
+    return act, np.flatnonzero(act)
+
+
+def _compare(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
+    """vcmpv_<mode>: one bit per active element, LSB first, `lanes` bits per repeat packed back to back (isa.md §7.1).
+
+    The dst operand's block and repeat strides are not used. Bits of inactive lanes keep their old value
+    (inferred, as for masked lanes of other intrinsics).
+    """
+    dt = as_dtype(op.dtype)
+    lanes = _A.repeat_bytes * 8 // dt.bits
+    act, k = _mask_bits(state, lanes, op.repeat)
+    if not k.size:
+        return
+    a, b = (ub.read(_addresses(bases[s.buf], s, dt.bits // 8, act.shape)[act], dt) for s in op.srcs[:2])
+    with np.errstate(invalid="ignore"):
+        bits = _PREDICATES[kernel](a, b).astype(np.uint8)
+    base = bases[op.dst.buf] + op.dst.offset
+    for pos in range(8):
+        sel = (k % 8) == pos
+        addr = base + k[sel] // 8
+        ub.bytes[addr] = (ub.bytes[addr] & np.uint8(0xFF ^ (1 << pos))) | (bits[sel] << pos)
+
+
+def _select(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState) -> None:
+    """vsel(dst, src0, src1, mask): src0 where the lane's mask bit (same packing as vcmpv) is 1, else src1 (inferred)."""
+    dt = as_dtype(op.dtype)
+    lanes = _A.repeat_bytes * 8 // dt.bits
+    act, k = _mask_bits(state, lanes, op.repeat)
+    if not k.size:
+        return
+    a, b = (ub.read(_addresses(bases[s.buf], s, dt.bits // 8, act.shape)[act], dt) for s in op.srcs[:2])
+    m = op.srcs[2]
+    bit = (ub.bytes[bases[m.buf] + m.offset + k // 8] >> (k % 8)) & 1
+    dst = _addresses(bases[op.dst.buf], op.dst, dt.bits // 8, act.shape)[act]
+    ub.write(dst, np.where(bit.astype(bool), a, b), dt)
+
+
+def _broadcast_blocks(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp) -> None:
+    """vbrcb: repeat r reads 8 consecutive elements and fills dst block b of that repeat with element b.
+
+    Block and repeat strides of dst are in 32-byte blocks; the mask does not apply (inferred).
+    """
+    dt = as_dtype(op.dtype)
+    esize = dt.bits // 8
+    r = np.arange(op.repeat)[:, None]
+    b = np.arange(8)[None, :]
+    src = op.srcs[0]
+    vals = ub.read(bases[src.buf] + src.offset + (r * 8 + b) * esize, dt)
+    blocks = bases[op.dst.buf] + op.dst.offset + (r * op.dst.rep_stride + b * op.dst.blk_stride) * BLOCK
+    addrs = blocks[..., None] + np.arange(BLOCK // esize) * esize
+    ub.write(addrs, np.broadcast_to(vals[..., None], addrs.shape), dt)
 
 
 def _block_reduce(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
@@ -149,6 +216,12 @@ def execute(plan: Plan, ub: UnifiedBuffer) -> None:
             kind, kernel = table[instr.intrinsic] if instr.intrinsic in table else _family_of(instr.intrinsic)
             if kind == "block_reduce":
                 _block_reduce(ub, bases, instr, state, kernel)
+            elif kind == "compare":
+                _compare(ub, bases, instr, state, kernel)
+            elif kind == "select":
+                _select(ub, bases, instr, state)
+            elif kind == "brcb":
+                _broadcast_blocks(ub, bases, instr)
             else:
                 _elementwise(ub, bases, instr, state, kind, kernel)
         elif isinstance(instr, SetMaskMode):

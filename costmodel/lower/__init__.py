@@ -12,6 +12,12 @@ _MODULES = {
     ("a2a3", "unary"): "costmodel.lower.a2a3.elementwise",
     ("a2a3", "binary"): "costmodel.lower.a2a3.elementwise",
     ("a2a3", "binary_scalar"): "costmodel.lower.a2a3.elementwise",
+    ("a2a3", "partial"): "costmodel.lower.a2a3.partial",
+    ("a2a3", "col_expand"): "costmodel.lower.a2a3.expand",
+    ("a2a3", "col_expand_binary"): "costmodel.lower.a2a3.expand",
+    ("a2a3", "row_expand"): "costmodel.lower.a2a3.rowexpand",
+    ("a2a3", "row_expand_binary"): "costmodel.lower.a2a3.rowexpand",
+    ("a2a3", "block_reduce"): "costmodel.lower.a2a3.blockreduce",
 }
 
 

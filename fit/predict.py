@@ -1,0 +1,46 @@
+"""Predict cycles for every row of a trace-shaped frame; a row that cannot be modelled gets NaN and a reason."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from costmodel.errors import PtoCostError
+
+from .traces import check_trace, request_kwargs
+
+
+def predict_frame(df: pd.DataFrame, *, model: str = "auto") -> pd.DataFrame:
+    """Return `df` plus `predicted_cycles`, `strategy`, `model` and `note` columns (never raises per row)."""
+    from costmodel.api import estimate_request
+    from costmodel.operands import make_request
+
+    good, problems = check_trace(df, require_measured=False)
+    notes = {p.line: f"{p.column}: {p.message}" for p in reversed(problems)}
+    out = df.copy()
+    pred = np.full(len(out), np.nan)
+    strat = np.array([""] * len(out), dtype=object)
+    used = np.array([""] * len(out), dtype=object)
+    note = np.array([""] * len(out), dtype=object)
+    pos = {line: i for i, line in enumerate(out["line"])}
+    for line, msg in notes.items():
+        note[pos[line]] = msg
+    cache: dict[tuple, tuple] = {}
+    for _, row in good.iterrows():
+        i = pos[row["line"]]
+        kw = request_kwargs(row)
+        key = tuple(sorted((k, str(v)) for k, v in kw.items()))
+        if key not in cache:
+            try:
+                req = make_request(**kw)
+                e = estimate_request(req, model=model, verify=False)
+                cache[key] = (e.cycles, e.strategy, e.model, "")
+            except PtoCostError as exc:
+                cache[key] = (np.nan, "", "", str(exc))
+            except Exception as exc:  # a bulk path never aborts on one row
+                cache[key] = (np.nan, "", "", f"internal error: {type(exc).__name__}: {exc}")
+        pred[i], strat[i], used[i], note[i] = cache[key]
+    out["predicted_cycles"] = pred
+    out["strategy"] = strat
+    out["model"] = used
+    out["note"] = note
+    return out

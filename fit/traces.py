@@ -1,0 +1,189 @@
+"""Read and check measured traces (DESIGN.md §4): one row per measured instruction.
+
+Columns: arch, op, dtype, dst_dtype, rows, cols, valid_rows, valid_cols, vf_impl_kind (or strategy),
+op_params, round_mode, saturation_mode, measured_cycles; any extra column is kept. `check_trace` reports
+bad rows by file line number and says what is wrong; `request_kwargs` maps a row to `make_request` arguments.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from costmodel.errors import TraceError
+
+REQUIRED = ("arch", "op", "dtype", "rows", "cols")
+OPTIONAL = ("dst_dtype", "valid_rows", "valid_cols", "vf_impl_kind", "strategy", "op_params", "round_mode",
+            "saturation_mode", "extra", "measured_cycles")
+VF_IMPL_KINDS = ("VFIMPL_DEFAULT", "VFIMPL_1D_NO_POST_UPDATE", "VFIMPL_2D_NO_POST_UPDATE", "VFIMPL_1D_POST_UPDATE",
+                 "VFIMPL_2D_POST_UPDATE")  # costmodel.md §3 step 5 (enum values 0..4)
+KEY = ("arch", "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols", "vf_impl_kind", "strategy",
+       "op_params", "round_mode", "saturation_mode", "extra")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One bad trace row: its file line, the column at fault and what is wrong."""
+
+    line: int
+    column: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.column}: {self.message}"
+
+
+def read_trace(path: str | os.PathLike) -> pd.DataFrame:
+    """Return the trace as a DataFrame of strings/numbers with every column present and a `line` column."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(f"trace file {path} does not exist")
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+        else:
+            df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except ImportError:
+        raise TraceError(f"{path}: reading Parquet needs pyarrow (pip install 'pto-cost[parquet]')") from None
+    except Exception as exc:  # pandas raises several parser error types
+        raise TraceError(f"{path}: not a readable CSV/Parquet trace ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+    df.columns = [str(c).strip().lower() for c in df.columns]
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise TraceError(f"{path}: missing column(s) {', '.join(missing)}; a trace needs {', '.join(REQUIRED)} "
+                         f"(optional: {', '.join(OPTIONAL)})")
+    for col in OPTIONAL:
+        if col not in df.columns:
+            df[col] = ""
+    df = df.astype({c: str for c in KEY if c in df.columns})
+    for col in KEY:
+        df[col] = df[col].replace({"nan": "", "None": ""}).str.strip()
+    df.insert(0, "line", np.arange(2, len(df) + 2))
+    return df
+
+
+def _int_column(df: pd.DataFrame, col: str, problems: list[Problem], *, minimum: int, default: pd.Series | None = None) -> pd.Series:
+    raw = df[col].where(df[col] != "", None) if default is not None else df[col]
+    num = pd.to_numeric(raw, errors="coerce")
+    if default is not None:
+        num = num.where(df[col] != "", default)
+    bad = num.isna() | (num < minimum) | (num != np.floor(num))
+    for line, val in zip(df.loc[bad, "line"], df.loc[bad, col]):
+        problems.append(Problem(int(line), col, f"{val!r} is not an integer >= {minimum}"))
+    return num
+
+
+def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.DataFrame, list[Problem]]:
+    """Return (rows that passed every check, problems). Numbers become numeric columns on the good rows."""
+    from costmodel.arch import ARCHES
+    from costmodel.catalog import instruction
+    from costmodel.dtypes import dtype as as_dtype
+    from costmodel.errors import PtoCostError
+
+    problems: list[Problem] = []
+    df = df.copy()
+    rows = _int_column(df, "rows", problems, minimum=1)
+    cols = _int_column(df, "cols", problems, minimum=1)
+    df["rows"], df["cols"] = rows, cols
+    df["valid_rows"] = _int_column(df, "valid_rows", problems, minimum=0, default=rows)
+    df["valid_cols"] = _int_column(df, "valid_cols", problems, minimum=0, default=cols)
+    over = (df.valid_rows > df.rows) | (df.valid_cols > df.cols)
+    for line, vr, vc, r, c in df.loc[over, ["line", "valid_rows", "valid_cols", "rows", "cols"]].itertuples(index=False):
+        problems.append(Problem(int(line), "valid_rows/valid_cols", f"valid region {vr:g}x{vc:g} is larger than the tile {r:g}x{c:g}"))
+    if require_measured or (df["measured_cycles"] != "").any():
+        meas = pd.to_numeric(df["measured_cycles"], errors="coerce")
+        bad = meas.isna() | (meas <= 0) if require_measured else (df["measured_cycles"] != "") & (meas.isna() | (meas <= 0))
+        for line, val in zip(df.loc[bad, "line"], df.loc[bad, "measured_cycles"]):
+            problems.append(Problem(int(line), "measured_cycles", f"{val!r} is not a positive number"))
+        df["measured_cycles"] = meas
+    arch_bad = ~df["arch"].str.lower().isin(ARCHES)
+    for line, val in zip(df.loc[arch_bad, "line"], df.loc[arch_bad, "arch"]):
+        problems.append(Problem(int(line), "arch", f"unknown arch {val!r}; accepted: {', '.join(ARCHES)}"))
+    kind_bad = (df["vf_impl_kind"] != "") & ~df["vf_impl_kind"].str.upper().isin(VF_IMPL_KINDS)
+    for line, val in zip(df.loc[kind_bad, "line"], df.loc[kind_bad, "vf_impl_kind"]):
+        problems.append(Problem(int(line), "vf_impl_kind", f"unknown {val!r}; accepted: {', '.join(VF_IMPL_KINDS)}"))
+    # catalogue checks: once per distinct (arch, op, dtype, dst_dtype), not per row
+    combos = df.loc[~arch_bad, ["arch", "op", "dtype", "dst_dtype"]].drop_duplicates()
+    verdicts: dict[tuple, tuple[str, str] | None] = {}
+    for arch, op, dt, dst in combos.itertuples(index=False):
+        try:
+            inst = instruction(op)
+        except PtoCostError as exc:
+            verdicts[(arch, op, dt, dst)] = ("op", str(exc))
+            continue
+        try:
+            t = as_dtype(dt)
+            d = as_dtype(dst) if dst else None
+            inst.check_dtype(arch.lower(), t, d)
+            verdicts[(arch, op, dt, dst)] = None
+        except PtoCostError as exc:
+            verdicts[(arch, op, dt, dst)] = ("dtype", str(exc))
+    for line, arch, op, dt, dst in df.loc[~arch_bad, ["line", "arch", "op", "dtype", "dst_dtype"]].itertuples(index=False):
+        v = verdicts.get((arch, op, dt, dst))
+        if v:
+            problems.append(Problem(int(line), v[0], v[1]))
+    key = [c for c in KEY if c in df.columns]
+    clean = ~df["line"].isin({p.line for p in problems})
+    dup = df.duplicated(key, keep=False) & clean
+    dup &= df[clean].duplicated(key, keep=False).reindex(df.index, fill_value=False)
+    if dup.any() and "measured_cycles" in df:
+        groups = df[dup].groupby(key, sort=False)["measured_cycles"]
+        for _, g in groups:
+            if g.nunique() > 1:
+                lines = ", ".join(str(int(x)) for x in df.loc[g.index, "line"])
+                msg = f"conflicting duplicates (lines {lines}) measured {', '.join(f'{v:g}' for v in g)}"
+                problems.extend(Problem(int(line), "measured_cycles", msg) for line in df.loc[g.index, "line"])
+    bad_lines = {p.line for p in problems}
+    good = df[~df["line"].isin(bad_lines)].copy()
+    for col in ("rows", "cols", "valid_rows", "valid_cols"):
+        good[col] = good[col].astype(int)
+    return good, sorted(problems, key=lambda p: p.line)
+
+
+def parse_extra(text: str) -> dict[str, str]:
+    """Return the `key=value;key=value` test parameters of an A2/A3 trace row."""
+    out = {}
+    for part in str(text or "").split(";"):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+_ROUND = {"CAST_NONE": "none", "CAST_RINT": "rint", "CAST_ROUND": "round", "CAST_FLOOR": "floor",
+          "CAST_CEIL": "ceil", "CAST_TRUNC": "trunc", "CAST_ODD": "odd"}  # isa.md §4.4 RoundMode
+
+
+def request_kwargs(row: Any) -> dict[str, Any]:
+    """Map one trace row to `costmodel.operands.make_request` keyword arguments (op, shape, dtype, arch, ...)."""
+    kw: dict[str, Any] = {
+        "op": row["op"], "shape": (int(row["rows"]), int(row["cols"])), "dtype": row["dtype"],
+        "arch": str(row["arch"]).lower(), "valid": (int(row["valid_rows"]), int(row["valid_cols"])),
+    }
+    if row.get("dst_dtype") and row["dst_dtype"] != row["dtype"]:
+        kw["dst_dtype"] = row["dst_dtype"]
+    if row.get("strategy"):
+        kw["strategy"] = row["strategy"]
+    if row.get("vf_impl_kind"):
+        kw["vf_impl_kind"] = str(row["vf_impl_kind"]).upper()
+    params = str(row.get("op_params") or "")
+    if row["op"].upper() == "TRECIP" and params:
+        kw["precision"] = params
+    elif row["op"].upper() == "TSEL" and params:
+        kw["mask_variant"] = params
+    if row.get("round_mode"):
+        kw["round_mode"] = _ROUND.get(str(row["round_mode"]).upper(), str(row["round_mode"]).lower())
+    if row.get("saturation_mode"):
+        kw["saturation"] = str(row["saturation_mode"]).lower()
+    extra = parse_extra(row.get("extra", ""))
+    if extra.get("variant") == "ScalarTile":
+        kw["order"] = "scalar_tile"
+    if extra.get("isInPlace", "").lower() == "true":
+        kw["in_place"] = True
+    if "isBinary" in extra:
+        kw["binary"] = extra["isBinary"].lower() == "true"
+    return kw

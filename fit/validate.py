@@ -1,0 +1,41 @@
+"""Score a model against measurements: metrics overall, per op and per (op, dtype, strategy)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from . import metrics
+from .predict import predict_frame
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """Predictions plus the metric tables; `to_dict()` is JSON-ready."""
+
+    predictions: pd.DataFrame
+    overall: dict
+    per_op: pd.DataFrame
+    per_group: pd.DataFrame
+    unmodelled: pd.DataFrame
+
+    def to_dict(self) -> dict:
+        def records(df: pd.DataFrame) -> list[dict]:
+            return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
+
+        return {"overall": self.overall, "per_op": records(self.per_op), "per_group": records(self.per_group),
+                "unmodelled": records(self.unmodelled)}
+
+
+def validate_frame(trace: pd.DataFrame, *, model: str = "auto") -> ValidationReport:
+    """Predict every row of a measured trace and return the accuracy report."""
+    pred = predict_frame(trace, model=model)
+    pred["measured_cycles"] = pd.to_numeric(pred["measured_cycles"], errors="coerce")
+    scored = pred[pred["predicted_cycles"].notna() & pred["measured_cycles"].notna()].copy()
+    overall = metrics.summary(scored["predicted_cycles"], scored["measured_cycles"])
+    overall["rows"] = int(len(pred))
+    overall["unmodelled"] = int(len(pred) - len(scored))
+    per_op = metrics.grouped(scored, ["arch", "op"]) if len(scored) else pd.DataFrame()
+    per_group = metrics.grouped(scored, ["arch", "op", "dtype", "strategy"]) if len(scored) else pd.DataFrame()
+    unmod = pred[pred["predicted_cycles"].isna()][["line", "arch", "op", "dtype", "note"]]
+    return ValidationReport(pred, overall, per_op, per_group, unmod)

@@ -1,0 +1,89 @@
+"""End-to-end CLI behaviour through the installed entry point's main()."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT
+
+CLI = [sys.executable, "-m", "cli"]
+
+
+def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    full_env = dict(os.environ, **(env or {}))
+    full_env.pop("PTO_COST_ARCH", None) if env is None else None
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=ROOT, env=full_env, timeout=120)
+
+
+def test_readme_command_prints_every_field():
+    r = run("estimate", "TMINS", "--shape", "64x64", "--dtype", "f16")
+    assert r.returncode == 0, r.stderr
+    for word in ("arch", "a2a3", "strategy", "model", "cycles", "breakdown", "verified", "yes"):
+        assert word in r.stdout
+
+
+def test_estimate_json_is_one_document_with_the_keys():
+    r = run("estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert {"arch", "strategy", "model", "cycles", "breakdown", "verified"} <= set(doc)
+    assert doc["verified"] == "yes" and doc["arch"] == "a2a3"
+    assert doc["cycles"] == pytest.approx(sum(doc["breakdown"].values()))
+
+
+def test_arch_comes_from_the_environment():
+    r = run("estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--json", env={"PTO_COST_ARCH": "a2a3"})
+    assert json.loads(r.stdout)["arch_source"] == "env"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["estimate", "TFOO", "--shape", "64x64", "--dtype", "f16"], "unknown op"),
+    (["estimate", "TMINS", "--shape", "64x64", "--dtype", "u8"], "does not support u8 on a2a3"),
+    (["estimate", "TMINS", "--shape", "64", "--dtype", "f16"], "malformed shape"),
+    (["estimate", "TMINS", "--shape", "0x64", "--dtype", "f16"], "0x64"),
+    (["estimate", "TMINS", "--shape", "64x64", "--valid", "65x64", "--dtype", "f16"], "larger than the tile"),
+    (["estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--strategy", "2LNormColVLAlign"], "illegal"),
+    (["estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--strategy", "nonsense"], "unknown strategy"),
+    (["estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--arch", "a9"], "unknown arch"),
+    (["estimate", "TMINS", "--shape", "64x64", "--dtype", "f17"], "unknown dtype"),
+    (["estimate", "TDIVS", "--shape", "64x64", "--dtype", "f32", "--scalar", "0"], "divides by zero"),
+    (["estimate", "TMINS", "--shape", "64x64", "--dtype", "i16", "--scalar", "1.5"], "integer scalar"),
+    (["estimate", "TMINS", "--dtype", "f16"], "--shape"),
+    (["estimate", "TMINS", "--shape", "64x64", "--nonsense"], "nonsense"),
+    (["ops", "--family", "nope"], "unknown family"),
+])
+def test_bad_input_is_one_line_exit_2(args, needle):
+    r = run(*args)
+    assert r.returncode == 2
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_compare_marks_default_and_fastest():
+    r = run("compare", "TMINS", "--shape", "64x64", "--dtype", "f16", "--json")
+    doc = json.loads(r.stdout)
+    names = [s["strategy"] for s in doc["strategies"]]
+    assert doc["default"] == "2LNormRowRpt" and "1LNorm" in names
+    assert sum(s["default"] for s in doc["strategies"]) == 1
+    assert all(s["verified"] == "yes" for s in doc["strategies"])
+    fastest = min(doc["strategies"], key=lambda s: s["cycles"])
+    assert doc["fastest"] == fastest["strategy"]
+
+
+def test_plan_listing_and_verify_all():
+    r = run("plan", "TMINS", "--shape", "16x200", "--valid", "16x190", "--dtype", "f32")
+    assert r.returncode == 0 and r.stdout.count("vmins") == 3
+    r = run("verify", "TMINS", "--shape", "16x200", "--valid", "16x190", "--dtype", "f32", "--strategy", "all")
+    assert r.returncode == 0 and r.stdout.count(": yes") >= 2
+
+
+def test_ops_lists_the_catalogue():
+    r = run("ops", "--arch", "a2a3", "--json")
+    doc = json.loads(r.stdout)
+    names = {i["name"] for i in doc["instructions"]}
+    assert "TMINS" in names and "TMATMUL_MX" not in names

@@ -1,0 +1,88 @@
+"""Trace reading and checking: bad rows reported by line number, predict never aborts."""
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, strategies as st
+
+from costmodel.errors import TraceError
+from fit.predict import predict_frame
+from fit.traces import check_trace, parse_extra, read_trace, request_kwargs
+
+HEADER = "arch,op,dtype,dst_dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles\n"
+
+
+def write(tmp_path, body: str, header: str = HEADER):
+    p = tmp_path / "t.csv"
+    p.write_text(header + body)
+    return p
+
+
+def test_bad_rows_are_reported_by_line(tmp_path):
+    p = write(tmp_path, "a2a3,TMINS,f16,,64,64,64,64,,55\n"      # line 2 ok
+                        "a2a3,TMINS,f16,,64,64,65,64,,55\n"      # 3 valid > tile
+                        "a2a3,TNOPE,f16,,64,64,64,64,,55\n"      # 4 unknown op
+                        "a2a3,TMINS,u8,,64,64,64,64,,55\n"       # 5 dtype unsupported on a2a3
+                        "a2a3,TMINS,f16,,x,64,64,64,,55\n"       # 6 rows not an integer
+                        "a2a3,TMINS,f16,,64,64,64,64,,-3\n"      # 7 negative cycles
+                        "a5,TMINS,f16,,64,64,64,64,VFIMPL_3D,55\n"  # 8 unknown vf_impl_kind
+                        "a9,TMINS,f16,,64,64,64,64,,55\n")       # 9 unknown arch
+    good, problems = check_trace(read_trace(p))
+    assert list(good["line"]) == [2]
+    by_line = {pr.line: pr for pr in problems}
+    assert set(by_line) == {3, 4, 5, 6, 7, 8, 9}
+    assert "larger than the tile" in by_line[3].message
+    assert "unknown op" in by_line[4].message
+    assert "u8" in by_line[5].message
+    assert by_line[6].column == "rows"
+    assert by_line[7].column == "measured_cycles"
+    assert "VFIMPL_3D" in by_line[8].message
+    assert "unknown arch" in by_line[9].message
+
+
+def test_conflicting_duplicates_flagged_but_identical_ones_kept(tmp_path):
+    p = write(tmp_path, "a2a3,TMINS,f16,,64,64,64,64,,55\n" * 2 + "a2a3,TADD,f32,,64,64,64,64,,160\na2a3,TADD,f32,,64,64,64,64,,170\n")
+    good, problems = check_trace(read_trace(p))
+    assert list(good["line"]) == [2, 3]
+    assert [p.line for p in problems] == [4, 5] and all("conflicting duplicates (lines 4, 5)" in p.message for p in problems)
+
+
+def test_missing_columns_and_unreadable_files(tmp_path):
+    with pytest.raises(TraceError, match="missing column"):
+        read_trace(write(tmp_path, "TMINS,f16\n", header="op,dtype\n"))
+    with pytest.raises(TraceError, match="does not exist"):
+        read_trace(tmp_path / "nope.csv")
+    bad = tmp_path / "b.parquet"
+    bad.write_bytes(b"not parquet")
+    with pytest.raises(TraceError, match="not a readable"):
+        read_trace(bad)
+
+
+def test_predict_gives_nan_and_reason_never_aborts(tmp_path):
+    p = write(tmp_path, "a2a3,TMINS,f16,,64,64,64,64,,55\na2a3,TMATMUL,f16,f32,16,16,16,16,,54\na2a3,TNOPE,f16,,1,16,1,16,,3\n")
+    out = predict_frame(read_trace(p))
+    assert np.isfinite(out.loc[0, "predicted_cycles"]) and out.loc[0, "strategy"] == "2LNormRowRpt"
+    assert np.isnan(out.loc[1, "predicted_cycles"]) and "TMATMUL" in out.loc[1, "note"]
+    assert np.isnan(out.loc[2, "predicted_cycles"]) and "unknown op" in out.loc[2, "note"]
+
+
+def test_parquet_roundtrip(tmp_path):
+    df = pd.DataFrame({"arch": ["a2a3"], "op": ["TMINS"], "dtype": ["fp16"], "rows": [64], "cols": [64],
+                       "measured_cycles": [55.0]})
+    df.to_parquet(tmp_path / "t.parquet")
+    good, problems = check_trace(read_trace(tmp_path / "t.parquet"))
+    assert not problems and good.loc[0, "valid_rows"] == 64
+
+
+def test_measured_files_map_to_requests(measured_dir):
+    for name in ("a2a3_cycles.csv", "a5_vf_cycles.csv"):
+        good, problems = check_trace(read_trace(measured_dir / name))
+        assert len(good) > 0.85 * (len(good) + len({p.line for p in problems}))
+    row = {"arch": "a2a3", "op": "TDIVS", "dtype": "fp16", "dst_dtype": "", "rows": 63, "cols": 64, "valid_rows": 63,
+           "valid_cols": 64, "extra": "variant=ScalarTile", "op_params": "", "round_mode": "", "saturation_mode": ""}
+    assert request_kwargs(row)["order"] == "scalar_tile"
+
+
+@given(st.dictionaries(st.text("abcdefgh", min_size=1, max_size=5), st.text("xyz0123", max_size=5), max_size=5))
+def test_parse_extra_roundtrip(d):
+    text = ";".join(f"{k}={v}" for k, v in d.items())
+    assert parse_extra(text) == {k: v.strip() for k, v in d.items()}
