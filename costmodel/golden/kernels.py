@@ -117,15 +117,15 @@ def int_pow(a: np.ndarray, e: np.ndarray) -> np.ndarray:
         result = np.ones_like(a)
         base = a.copy()
         k = np.abs(e)
+        odd_exponent = k % 2 == 1
         while np.any(k):
-            odd = (k & 1) == 1
-            result = np.where(odd, result * base, result).astype(a.dtype)
+            result = np.where(k % 2 == 1, result * base, result).astype(a.dtype)
             base = (base * base).astype(a.dtype)
             k = k >> 1
-        one = np.ones_like(a)
-        neg = np.where(a == 1, one, np.where((a == -1) if np.issubdtype(a.dtype, np.signedinteger) else False,
-                                             np.where(np.abs(e) % 2 == 1, -one, one), 0))
-    return np.where(e < 0, neg, result).astype(a.dtype)
+        recip = np.where(a == 1, 1, 0)  # 1 / a**|e| truncates to 0 unless |a| == 1
+        if np.issubdtype(a.dtype, np.signedinteger):
+            recip = np.where(a == -1, np.where(odd_exponent, -1, 1), recip)
+    return np.where(e < 0, recip, result).astype(a.dtype)
 
 
 def shift_left(a: np.ndarray, b: np.ndarray) -> np.ndarray:

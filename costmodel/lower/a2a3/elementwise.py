@@ -101,7 +101,6 @@ def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
     for name, alt in alternatives(req).items():
         try:
             sequence.check(req, alt)
-            sequence.buffers(req, alt)
             table[name] = None
         except PtoCostError as exc:  # e.g. its scratch does not fit the UB beside the tiles
             table[name] = str(exc)

@@ -20,7 +20,7 @@ from ..alloc import allocate
 from . import modes
 from .modes import Stream
 from .steps import LoopStep, StepSpec, build_one, scaled_cols
-from .table import LoweringRow
+from .table import LoweringRow, truthy
 
 _A = constants("a2a3")
 BLOCK_SCRATCH = "block"
@@ -33,7 +33,7 @@ def scratch_dtype(req: Request, spec: str) -> DType:
 
 def in_place(req: Request) -> bool:
     """Whether the request asks for the in-place form (dst overwrites src)."""
-    return str(req.param("in_place", "")).strip().lower() in ("1", "true", "yes")
+    return truthy(req.param("in_place", ""))
 
 
 def _alias_safe(specs: tuple[StepSpec, ...]) -> bool:
@@ -72,8 +72,9 @@ def _streams(bufs: tuple[Buffer, ...]) -> dict[str, Stream]:
     return {b.name: Stream(b.name, b.tile.dtype, b.tile.cols * b.tile.dtype.bits // 8) for b in bufs}
 
 
-def check(req: Request, row: LoweringRow) -> tuple[StepSpec, ...]:
-    """Return the row's step specs after checking in-place legality and that every step covers whole lanes."""
+def check(req: Request, row: LoweringRow) -> tuple[tuple[StepSpec, ...], tuple[Buffer, ...], dict[str, Stream]]:
+    """Return the row's (step specs, buffers, operand streams) after checking that the buffers fit the UB, that an
+    in-place request is legal, and that every step covers whole lanes; raises a PtoCostError otherwise."""
     specs = row.specs(req)
     if in_place(req):
         if "src" not in dict(req.tiles):
@@ -81,10 +82,11 @@ def check(req: Request, row: LoweringRow) -> tuple[StepSpec, ...]:
         if not _alias_safe(specs):
             raise ParamError(f"{req.op} on {req.dtype} has no in-place form on a2a3: its sequence writes dst before it "
                              f"has finished reading src")
-    streams = _streams(buffers(req, row))
+    bufs = buffers(req, row)
+    streams = _streams(bufs)
     for sp in specs:
         scaled_cols(sp, streams, req.dst.valid_cols)
-    return specs
+    return specs, bufs, streams
 
 
 def _pin_blocks(calls: list, blocks: set[str]) -> list:
@@ -105,9 +107,7 @@ def _loop(step: LoopStep, vr: int, vc: int) -> ScalarLoop:
 
 def issue(req: Request, row: LoweringRow, mode: str) -> tuple[tuple[Buffer, ...], list, bool]:
     """Return (buffers, instructions, row-repeat fallback used) for the row's steps issued in `mode`."""
-    specs = check(req, row)
-    bufs = buffers(req, row)
-    streams = _streams(bufs)
+    specs, bufs, streams = check(req, row)
     vr, vc = req.dst.valid_rows, req.dst.valid_cols
     blocks = {name for name, spec in row.scratch if spec == BLOCK_SCRATCH}
     body: list = []

@@ -18,6 +18,11 @@ from .steps import StepSpec, parse
 _TRUE = {"1", "true", "yes", "on"}
 
 
+def truthy(value) -> bool:
+    """Whether a request parameter spells a true flag (`1`, `true`, `yes`, `on`)."""
+    return str(value).strip().lower() in _TRUE
+
+
 def _norm(value) -> str:
     text = str(value).strip().lower()
     if text in _TRUE:
