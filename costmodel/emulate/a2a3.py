@@ -39,6 +39,13 @@ class VectorState:
         self.mode = "norm"
         self.hi = (1 << 64) - 1
         self.lo = (1 << 64) - 1
+        self.saturate = True  # CTRL bit 59 clear: conversions clamp (isa.md §7.1)
+
+
+# Executors added by other modules: instruction type -> fn(ub, bases, instr, state), and intrinsic
+# kind (data/a2a3_intrinsics.csv) -> fn(ub, bases, op, state, kernel).
+HANDLERS: dict = {}
+KIND_HANDLERS: dict = {}
 
 
 def _active(state: VectorState, lanes: int, repeat: int) -> np.ndarray:
@@ -78,9 +85,9 @@ def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: Vec
     if kind == "dup":
         result = np.broadcast_to(_scalar(op.scalar, out_dt), dst_addr.shape)
     elif kind == "convert":
-        from ..golden.convert import convert
+        from ..golden.convert_a2a3 import vconv
 
-        result = convert(srcs[0], out_dt, op.mode or "rint")
+        result = vconv(srcs[0], dt, out_dt, op.mode or "rint", state.saturate)
     elif kind == "scalar":
         result = apply(kernel, srcs[0], np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape))
     else:
@@ -142,6 +149,8 @@ def execute(plan: Plan, ub: UnifiedBuffer) -> None:
             kind, kernel = table[instr.intrinsic] if instr.intrinsic in table else _family_of(instr.intrinsic)
             if kind == "block_reduce":
                 _block_reduce(ub, bases, instr, state, kernel)
+            elif kind in KIND_HANDLERS:
+                KIND_HANDLERS[kind](ub, bases, instr, state, kernel)
             else:
                 _elementwise(ub, bases, instr, state, kind, kernel)
         elif isinstance(instr, SetMaskMode):
@@ -154,6 +163,8 @@ def execute(plan: Plan, ub: UnifiedBuffer) -> None:
             _scalar_loop(ub, bases, instr)
         elif isinstance(instr, PipeBarrier):
             pass
+        elif type(instr) in HANDLERS:
+            HANDLERS[type(instr)](ub, bases, instr, state)
         else:
             raise TypeError(f"the A2/A3 emulator cannot execute {type(instr).__name__}")
 
@@ -165,9 +176,13 @@ def _family_of(intrinsic: str) -> tuple[str, str]:
 
 
 def run(plan: Plan, inputs: dict[str, np.ndarray], seed: int = 0) -> tuple[UnifiedBuffer, UnifiedBuffer]:
-    """Return (initial, final) UB images after running the plan with the given input tiles."""
-    ub = initial_image(plan, inputs, _A.ub_bytes, seed)
+    """Return (initial, final) memory images (UB, then any GM buffers) after running the plan on the inputs."""
+    size = max([_A.ub_bytes] + [b.offset + b.nbytes for b in plan.buffers])
+    ub = initial_image(plan, inputs, size, seed)
     before = UnifiedBuffer.__new__(UnifiedBuffer)
     before.bytes = ub.bytes.copy()
     execute(plan, ub)
     return before, ub
+
+
+from . import a2a3_move, a2a3_reduce  # noqa: E402,F401  (register their executors)

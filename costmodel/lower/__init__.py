@@ -12,6 +12,10 @@ _MODULES = {
     ("a2a3", "unary"): "costmodel.lower.a2a3.elementwise",
     ("a2a3", "binary"): "costmodel.lower.a2a3.elementwise",
     ("a2a3", "binary_scalar"): "costmodel.lower.a2a3.elementwise",
+    ("a2a3", "row_reduce"): "costmodel.lower.a2a3.rowreduce",
+    ("a2a3", "col_reduce"): "costmodel.lower.a2a3.colreduce",
+    ("a2a3", "convert"): "costmodel.lower.a2a3.convert",
+    ("a2a3", "data_movement"): "costmodel.lower.a2a3.datamove",
 }
 
 
