@@ -16,6 +16,10 @@ LETTER = {"rint": "r", "round": "a", "floor": "f", "ceil": "c", "trunc": "z", "o
 _ALIASES = {**{v: k for k, v in LETTER.items()}, **{f"cast_{m}": m for m in ROUND_MODES}, **{m: m for m in ROUND_MODES}}
 
 
+_NOT_MODELLED = {("i32", "f16"): "a dequantising conversion that needs a deq scale (catalogue constraint)",
+                 ("f16", "i4"): "a conversion to packed 4-bit elements", ("i4", "f16"): "a conversion from packed 4-bit elements"}
+
+
 @dataclass(frozen=True)
 class Conversion:
     """One vconv pair: `modes` are the accepted round modes (empty: only the default), `via` the integer
@@ -53,6 +57,8 @@ def modelled(src: str, dst: str) -> bool:
 def conversion(src: str, dst: str) -> Conversion:
     """Return the table row for src -> dst, or raise NotModelledError naming the modelled pairs."""
     found = _table().get((src, dst))
+    if found is None and (src, dst) in _NOT_MODELLED:
+        raise NotModelledError(f"TCVT {src}->{dst} on A2/A3 is {_NOT_MODELLED[(src, dst)]}; it is not modelled")
     if found is None:
         pairs = " ".join(f"{a}>{b}" for a, b in _table())
         raise NotModelledError(f"TCVT {src}->{dst} has no A2/A3 conversion model; modelled pairs: {pairs}")

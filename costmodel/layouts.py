@@ -12,6 +12,8 @@ import numpy as np
 NONE_BOX = ("row_major", "col_major")
 BOXED = ("nz", "zn", "zz")
 ALL = NONE_BOX + BOXED
+ROW_RUNS = ("row_major", "nz", "zz")  # a 32-byte block holds consecutive columns of one row
+COL_RUNS = ("col_major", "zn")  # a 32-byte block holds consecutive rows of one column
 
 # (BLayout, SLayout) of the PTO Tile template -> our layout name (isa.md §1.1 layout names)
 _BY_ENUMS = {("RowMajor", "NoneBox"): "row_major", ("ColMajor", "NoneBox"): "col_major",

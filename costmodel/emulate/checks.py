@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..golden import golden
+from ..layouts import ROW_RUNS
 from ..plan import Plan
 from .verify import CheckSpec, check_spec, golden_args
 
@@ -26,9 +27,9 @@ def block_padding(shape: tuple[int, int], valid: tuple[int, int], layout: str, e
     vr, vc = valid
     if vr == 0 or vc == 0:
         return free
-    if layout == "row_major":
+    if layout in ROW_RUNS:
         free[:vr, vc:-(-vc // per_block) * per_block] = True
-    elif layout == "col_major":
+    else:
         free[vr:-(-vr // per_block) * per_block, :vc] = True
     return free
 
@@ -63,3 +64,39 @@ def _col_reduce_spec(plan: Plan, spec: CheckSpec) -> CheckSpec:
     d = plan.request.dst
     free = block_padding(d.shape, d.valid, d.layout, d.dtype.bits // 8)
     return replace(_sum_eps(plan, spec), free=free)
+
+
+@golden_args("convert")
+def _convert_args(plan: Plan, inputs: dict) -> np.ndarray:
+    from ..golden.convert_a2a3 import _tcvt_golden
+    from ..catalog import instruction
+
+    req = plan.request
+    if plan.arch != "a2a3":
+        return golden(req.op, inputs["src"], valid=req.dst.valid, dst_dtype=req.dst.dtype.name, **dict(req.params))
+    return _tcvt_golden(instruction(req.op), (inputs["src"],), req.dst.valid, None,
+                        dict(req.params, dst_dtype=req.dst.dtype.name, arch="a2a3"))
+
+
+@golden_args("data_movement")
+def _data_movement_args(plan: Plan, inputs: dict) -> np.ndarray:
+    req = plan.request
+    if req.op == "TLOAD":
+        gm = inputs["src"].reshape(req.param("gm_shape"))
+        return golden("TLOAD", gm, valid=req.dst.valid, tile_shape=req.dst.shape, pad=req.param("pad"))
+    if req.op == "TSTORE":
+        src = req.tile("src")
+        gm = golden("TSTORE", inputs["src"], valid=src.valid, gm_shape=req.param("gm_shape"), out=inputs["dst"])
+        return gm.reshape(req.dst.shape)
+    return golden(req.op, inputs["src"], valid=req.dst.valid)
+
+
+@check_spec("data_movement")
+def _data_movement_spec(plan: Plan, spec: CheckSpec) -> CheckSpec:
+    req = plan.request
+    d = req.dst
+    if req.op == "TLOAD" and req.param("pad") != "null":
+        return replace(spec, checked=np.ones(d.shape, dtype=bool), note="the pad value fills the rest of the tile")
+    if req.op == "TMOV" and plan.strategy == "UbCopy":
+        return replace(spec, free=block_padding(d.shape, d.valid, d.layout, d.dtype.bits // 8))
+    return spec
