@@ -30,9 +30,11 @@ def reduce_lanes(kernel: str, vals: np.ndarray, active: np.ndarray) -> np.ndarra
         x = np.where(active, vals, fill)
     else:
         fill = -np.inf if kernel == "max" else np.inf
-        x = np.where(active, vals.astype(np.float64), fill)
+        with np.errstate(all="ignore"):
+            x = np.where(active, vals.astype(np.float64), fill)
     res = x.max(axis=-1) if kernel == "max" else x.min(axis=-1)
-    return res.astype(vals.dtype)
+    with np.errstate(all="ignore"):
+        return res.astype(vals.dtype)
 
 
 def whole_reduce(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
