@@ -70,14 +70,14 @@ def _col_reduce_spec(plan: Plan, spec: CheckSpec) -> CheckSpec:
 
 @golden_args("convert")
 def _convert_args(plan: Plan, inputs: dict) -> np.ndarray:
-    from ..golden.convert_a2a3 import _tcvt_golden
     from ..catalog import instruction
+    from ..golden.convert_a2a3 import tcvt_golden
 
     req = plan.request
     if plan.arch != "a2a3":
         return golden(req.op, inputs["src"], valid=req.dst.valid, dst_dtype=req.dst.dtype.name, **dict(req.params))
-    return _tcvt_golden(instruction(req.op), (inputs["src"],), req.dst.valid, None,
-                        dict(req.params, dst_dtype=req.dst.dtype.name, arch="a2a3"))
+    return tcvt_golden(instruction(req.op), (inputs["src"],), req.dst.valid, None,
+                       dict(req.params, dst_dtype=req.dst.dtype.name, arch="a2a3"))
 
 
 @golden_args("data_movement")

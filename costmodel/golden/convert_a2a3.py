@@ -14,9 +14,6 @@ import numpy as np
 
 from ..dtypes import DType
 
-_INT32 = (-(2 ** 31), 2 ** 31 - 1)
-_INT64 = (-(2 ** 63), 2 ** 63 - 1)
-
 
 def round_integral(x: np.ndarray, mode: str) -> np.ndarray:
     """Round float64 values to integral float64 values with a PTO round mode (`none` truncates like a C cast)."""
@@ -99,6 +96,13 @@ def _wrap(r: np.ndarray, to: np.dtype) -> np.ndarray:
     return r.astype(np.int64).astype(to)
 
 
+def _int_bounds(bits: int, signed: bool = True) -> tuple[float, float]:
+    """The integer range as float64 values that convert to int64 without overflow."""
+    if not signed:
+        return 0.0, float(min(2 ** bits - 1, np.nextafter(2.0 ** 63, 0)))
+    return -(2.0 ** (bits - 1)), float(min(2 ** (bits - 1) - 1, np.nextafter(2.0 ** 63, 0)))
+
+
 def vconv(values: np.ndarray, src: DType, dst: DType, mode: str, saturate: bool) -> np.ndarray:
     """Return one A2/A3 `vconv` step: `values` (of type `src`) converted to `dst` (see the module notes)."""
     to = dst.np
@@ -114,9 +118,8 @@ def vconv(values: np.ndarray, src: DType, dst: DType, mode: str, saturate: bool)
     if dst.is_integer:
         r = round_integral(np.nan_to_num(x, nan=0.0), mode)
         if saturate:
-            info = np.iinfo(to)
-            return np.clip(r, int(info.min), int(info.max)).astype(np.int64).astype(to)
-        return _wrap(np.clip(r, *(_INT64 if dst.bits > 32 else _INT32)), to)
+            return np.clip(r, *_int_bounds(dst.bits, dst.kind == "int")).astype(np.int64).astype(to)
+        return _wrap(np.clip(r, *_int_bounds(64 if dst.bits > 32 else 32)), to)
     if saturate:
         top = _max_finite(to)
         x = np.clip(x, -top, top)
@@ -135,28 +138,22 @@ def tcvt(src: np.ndarray, src_dt: DType, dst_dt: DType, mode: str, saturate: boo
     return vconv(src, src_dt, dst_dt, mode, saturate)
 
 
-def _tcvt_golden(inst, operands, valid, out, params):
-    """TCVT golden: params `dst_dtype` (required), `round_mode`, `saturation` (defaults of isa.md §4.4)."""
+def tcvt_golden(inst, operands, valid, out, params):
+    """Golden function of the convert family on A2/A3: params `dst_dtype` (required), `round_mode` and
+    `saturation` (the pair's isa.md §4.4 defaults when absent); `valid` is the shared valid region."""
     from ..conversions import resolve
-    from ..dtypes import dtype as as_dtype
+    from ..dtypes import dtype as as_dtype, from_numpy
     from ..errors import NotModelledError, ParamError
     from . import _blank, _region
 
     if params.get("arch", "a2a3") != "a2a3":
-        raise NotModelledError(f"TCVT golden for {params['arch']} is not in this module (A2/A3 numerics only)")
+        raise NotModelledError(f"no {params['arch']} TCVT golden here (this module has the A2/A3 numerics)")
     if not params.get("dst_dtype"):
         raise ParamError("TCVT needs dst_dtype=...")
     src = np.asarray(operands[0])
-    src_dt = next(d for d in _dtypes() if d.emulatable and d.np == src.dtype)
-    dst_dt = as_dtype(params["dst_dtype"])
+    src_dt, dst_dt = from_numpy(src.dtype), as_dtype(params["dst_dtype"])
     _, mode, sat = resolve(src_dt.name, dst_dt.name, params.get("round_mode"), params.get("saturation"))
     vr, vc = _region(valid, src.shape)
     dst = _blank(src.shape, dst_dt.np, out)
     dst[:vr, :vc] = tcvt(src[:vr, :vc], src_dt, dst_dt, mode, sat)
     return dst
-
-
-def _dtypes():
-    from ..dtypes import all_dtypes
-
-    return all_dtypes()

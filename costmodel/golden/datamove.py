@@ -30,14 +30,13 @@ def _gm_index(shape5: tuple[int, ...], vr: int, vc: int) -> tuple[np.ndarray, ..
 
 def tload(gm: np.ndarray, valid, tile_shape, pad: str = "null") -> np.ndarray:
     """Return the tile TLOAD produces from the 5-D GM tensor `gm` (a 2-D array is read as [1, 1, 1, R, C])."""
-    from ..dtypes import all_dtypes
+    from ..dtypes import from_numpy
     from ..padding import pad_value
 
     gm = np.asarray(gm)
     gm5 = gm.reshape((1, 1, 1) + gm.shape) if gm.ndim == 2 else gm
     vr, vc = _region(valid, tuple(tile_shape))
-    dt = next(d for d in all_dtypes() if d.emulatable and d.np == gm.dtype)
-    tile = np.full(tuple(tile_shape), pad_value(pad, dt), dtype=gm.dtype)
+    tile = np.full(tuple(tile_shape), pad_value(pad, from_numpy(gm.dtype)), dtype=gm.dtype)
     tile[:vr, :vc] = gm5[_gm_index(gm5.shape, vr, vc)]
     return tile
 

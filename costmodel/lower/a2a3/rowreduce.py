@@ -33,14 +33,15 @@ MAX_REPEAT = _A.max_repeat
 MAX_STRIDE = _A.max_repeat_stride
 ELEMENTWISE = {"add": "vadd", "max": "vmax", "min": "vmin"}
 CROSS_LANE = {"add": "vcadd", "max": "vcmax", "min": "vcmin"}
+GROUP_REDUCE_SHAPES = {(64, 128), (32, 256), (16, 512), (8, 1024)}  # costmodel.md §6, isa.md §4.3
 STRATEGIES = ("RowReduceMask", "RowReduceCount", "RowReduceCopyTail", "RowReduceAccumulate")
 
 
 def _check_modelled(req: Request) -> str:
     kernel = instruction(req.op).kernel
     if kernel not in CROSS_LANE:
-        raise NotModelledError(f"{req.op} has no A2/A3 lowering: there is no whole-repeat {kernel or '?'} "
-                               f"reduce; modelled row reductions: TROWSUM, TROWMAX, TROWMIN")
+        raise NotModelledError(f"{req.op} has no A2/A3 lowering (no whole-repeat reduce exists for it; the catalogue's "
+                               f"one-block tmp path is not modelled); modelled row reductions: TROWSUM, TROWMAX, TROWMIN")
     if not req.dtype.is_float:
         raise NotModelledError(f"{req.op} on {req.dtype}: the A2/A3 integer row-reduce path (one-block tmp read out "
                                f"on the scalar unit, isa.md §7.1) is not modelled; modelled dtypes: f16, f32")
@@ -166,5 +167,8 @@ def lower(req: Request, strategy: str) -> Plan:
                 rr.full_repeat(em, k * epr)
         rr.reduce_tmp(em)
     buffers = allocate("a2a3", list(req.tiles), scratch)
-    notes = ("row stride above 255 blocks: one call per row (inferred)",) if rr.per_row else ()
-    return Plan("a2a3", req.op, strategy, req, buffers, tuple(em.finish()), notes)
+    notes = ["row stride above 255 blocks: one call per row (inferred)"] if rr.per_row else []
+    if rr.dt.name == "f32" and req.dst.layout == "col_major" and (rr.src.rows, rr.src.cols) in GROUP_REDUCE_SHAPES:
+        notes.append("the implementation has a hand-tuned vcgadd/vcgmax sequence for this f32 shape with a DN dst "
+                     "(costmodel.md §6); the reference does not give it, so the generic sequence is planned")
+    return Plan("a2a3", req.op, strategy, req, buffers, tuple(em.finish()), tuple(notes))
