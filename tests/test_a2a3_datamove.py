@@ -175,3 +175,27 @@ def test_every_measured_row_of_these_ops_is_predicted(measured_dir):
     assert len(mine) > 0 and mine["predicted_cycles"].notna().all(), mine[mine["predicted_cycles"].isna()]["note"]
     conv = out[out["op"] == "TLOADCONV"]
     assert conv["predicted_cycles"].isna().all() and conv["note"].str.contains("no catalogue entry").all()
+
+
+def test_cli_passes_the_new_op_parameters():
+    import json
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    def run(*args):
+        r = subprocess.run([sys.executable, "-m", "cli", *args, "--json"], capture_output=True, text=True, cwd=ROOT,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    doc = run("plan", "TLOAD", "--shape", "64x128", "--dtype", "i16", "--gm-shape", "1x1x32x2x128", "--pad", "max")
+    assert doc["counts"] == {"copy_gm_to_ubuf_align": 32}
+    doc = run("estimate", "TCVT", "--shape", "4x64", "--dtype", "f16", "--dst-dtype", "i8", "--round-mode", "floor",
+              "--saturation", "on")
+    assert doc["params"] == {"round_mode": "floor", "saturation": "on"} and doc["verified"] == "yes"
+    doc = run("compare", "TCOLSUM", "--shape", "9x64", "--dtype", "f16", "--binary")
+    assert doc["default"] == "ColBinary" and {s["strategy"] for s in doc["strategies"]} == {"ColBinary", "ColLinear"}
+    doc = run("estimate", "TMOV", "--shape", "64x128", "--dtype", "f32", "--src-layout", "nd", "--dst-layout", "dn")
+    assert doc["strategy"] == "ScalarMove" and doc["tiles"]["dst"]["layout"] == "col_major"
