@@ -90,7 +90,7 @@ def data_movement_tiles(inst: Instruction, dt: DType, dst_dt: DType | None, shap
         return _tmov_tiles(inst, dt, shape, valid, sv, params)
     from .errors import NotModelledError
 
-    raise NotModelledError(f"{inst.name} has no operand model yet")
+    raise NotModelledError(f"{inst.name} ({inst.family}) is not modelled yet; modelled data movement: TLOAD, TSTORE, TMOV")
 
 
 def _tmov_tiles(inst: Instruction, dt: DType, shape: Any, valid: Any, sv: bool, params: dict):

@@ -11,6 +11,7 @@ counter mode and a PIPE_ALL barrier orders the fill before the copies (inferred)
 from __future__ import annotations
 
 from ...arch import constants
+from ...errors import NotModelledError
 from ...isa_a2a3 import Addr, CopyGmToUb, CopyUbToGm, PipeBarrier, VecOp
 from ...padding import pad_value
 from ...plan import Buffer, Plan
@@ -22,8 +23,13 @@ _A = constants("a2a3")
 BLOCK = _A.block_bytes
 
 
+MODELLED = ("TLOAD", "TSTORE", "TMOV")
+
+
 def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
     """Return (default, {strategy: None or why illegal}) for TLOAD / TSTORE / TMOV."""
+    if req.op not in MODELLED:
+        raise NotModelledError(f"{req.op} has no A2/A3 lowering; modelled data movement: {', '.join(MODELLED)}")
     if req.op == "TMOV":
         from .tmov import strategies as tmov_strategies
 
@@ -77,6 +83,7 @@ def _tstore(req: Request) -> list:
 
 def lower(req: Request, strategy: str) -> Plan:
     """Return the TLOAD / TSTORE / TMOV plan."""
+    strategies(req)
     if req.op == "TMOV":
         from .tmov import lower as tmov_lower
 
