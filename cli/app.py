@@ -69,6 +69,7 @@ def compare(
         default = next(e for e in ests if e.strategy_source == "default")
         render.emit_json({"op": ests[0].op, "arch": ests[0].arch, "model": ests[0].model,
                           "default": default.strategy, "fastest": next(e.strategy for e in ests if e.cycles == best),
+                          "fastest_saving_pct": (1 - best / default.cycles) * 100 if default.cycles else 0.0,
                           "strategies": [dict(e.to_dict(), default=e is default, fastest=e.cycles == best) for e in ests]})
     else:
         render.compare_text(ests)
@@ -219,6 +220,141 @@ def validate(
         render.emit_json({"file": measured, "model": model, **rep.to_dict()})
     else:
         render.validation_text(rep, measured)
+
+
+@app.command()
+def plot(
+    op: Annotated[str, typer.Argument(help="Instruction name.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Figure file (.png or .svg).")],
+    dtype: Annotated[str, typer.Option("--dtype", "-t", help="Element type, or a comma list for one line per dtype.")] = "f16",
+    rows: Annotated[str, typer.Option("--rows", help="Rows: N, or A:B:STEP for a rows sweep (both ranges: heatmap).")] = "64",
+    cols: Annotated[str, typer.Option("--cols", help="Cols: N, or A:B:STEP (e.g. 16:2048:16).")] = "16:1024:16",
+    strategy: Annotated[str, typer.Option("--strategy", help="`default`, `all` (one line per legal strategy) or a name.")] = "default",
+    arch: Annotated[Optional[str], typer.Option("--arch", "-a", help="a2a3 or a5 (default $PTO_COST_ARCH, else a2a3).")] = None,
+    model: ModelOpt = "auto",
+    measured: Annotated[Optional[str], typer.Option("--measured", help="Trace whose matching rows are overlaid as points.")] = None,
+    csv: Annotated[Optional[str], typer.Option("--csv", help="Also write the data behind the figure.")] = None,
+) -> None:
+    """Shape-vs-cycle curves (one line per strategy or dtype), or a heatmap when both rows and cols are ranges."""
+    from costmodel.api import resolve_arch
+    from costmodel.grid import expand
+    from costmodel.sweep import sweep
+    from fit.io import save_figure, write_frame
+    from fit.plots import curves_figure, heatmap_figure
+
+    from . import render
+
+    arch_name, _ = resolve_arch(arch)
+    spec = {"ops": [op], "dtypes": dtype, "archs": [arch_name], "strategies": [strategy], "rows": rows, "cols": cols}
+    grid = expand(spec)
+    with render.progress("estimating", grid["rows"].nunique() * grid["cols"].nunique() * grid["dtype"].nunique()) as tick:
+        df = sweep(grid, model=model, progress=tick)
+    if df["cycles"].isna().all():
+        from costmodel.errors import PtoCostError
+
+        raise PtoCostError(f"no point of the grid could be modelled: {df['note'].iloc[0]}")
+    title = f"{df['op'].iloc[0]} on {arch_name} — model {df['model'].replace('', None).dropna().iloc[0]}"
+    if grid["rows"].nunique() > 1 and grid["cols"].nunique() > 1:
+        fig = heatmap_figure(df, title=title)
+    else:
+        x = "cols" if grid["cols"].nunique() > 1 or grid["rows"].nunique() == 1 else "rows"
+        fixed = "rows" if x == "cols" else "cols"
+        series = [c for c, multi in (("dtype", df["dtype"].nunique() > 1), ("strategy", strategy == "all")) if multi] or ["strategy"]
+        overlay = _measured_points(measured, df, x, fixed) if measured else None
+        fig = curves_figure(df, x, series, title=f"{title}, {fixed} = {df[fixed].iloc[0]}", measured=overlay)
+    save_figure(fig, output)
+    if csv:
+        write_frame(df, csv)
+    n_bad = int(df["cycles"].isna().sum())
+    render.console(stderr=True).print(f"wrote {output}" + (f" and {csv}" if csv else "")
+                                      + (f"; {n_bad} point(s) not modelled (see `note` in the CSV)" if n_bad else ""))
+
+
+def _measured_points(path: str, df, x: str, fixed: str):
+    from costmodel.dtypes import dtype as as_dtype
+    from fit.traces import check_trace, read_trace
+
+    good, _ = check_trace(read_trace(path))
+    names = {as_dtype(d).name for d in df["dtype"].unique()}
+    good = good[good["op"].str.upper() == df["op"].iloc[0].upper()]
+    good = good[good["dtype"].map(lambda d: as_dtype(d).name).isin(names) & (good["arch"].str.lower() == df["arch"].iloc[0])]
+    return good[good[fixed] == df[fixed].iloc[0]]
+
+
+def _load_spec(path: str) -> dict:
+    import json
+    from pathlib import Path
+
+    from costmodel.errors import PtoCostError
+
+    p = Path(path)
+    if not p.exists():
+        raise PtoCostError(f"sweep spec {path} does not exist")
+    text = p.read_text()
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".json":
+            spec = json.loads(text)
+        elif suffix == ".toml":
+            import tomllib
+
+            spec = tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            try:
+                import yaml
+            except ImportError:
+                raise PtoCostError("YAML specs need PyYAML (pip install pyyaml); TOML and JSON work without it") from None
+            spec = yaml.safe_load(text)
+        else:
+            raise PtoCostError(f"sweep spec {path}: unknown format {suffix!r}; accepted: .yaml .yml .toml .json")
+    except PtoCostError:
+        raise
+    except Exception as exc:
+        raise PtoCostError(f"sweep spec {path} is malformed: {str(exc).splitlines()[0]}") from None
+    if not isinstance(spec, dict):
+        raise PtoCostError(f"sweep spec {path} must be a mapping of keys (ops, dtypes, archs, strategies, rows, cols)")
+    return spec
+
+
+@app.command("sweep")
+def sweep_cmd(
+    spec: Annotated[str, typer.Argument(help="Grid spec (.yaml/.toml/.json): ops, dtypes, archs, strategies, rows, cols.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Result file (.csv or .parquet).")],
+    engine: Annotated[str, typer.Option("--engine", help="local, or dask (needs pto-cost[dask]).")] = "local",
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Dask workers of the local cluster.")] = None,
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Address of an existing dask scheduler.")] = None,
+    verify_sample: Annotated[int, typer.Option("--verify-sample", help="Emulate N random points against the golden; fail if any disagrees.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the verify sample.")] = 0,
+    model: ModelOpt = "auto",
+) -> None:
+    """Evaluate a grid of requests (vectorised) and write one row per point with cycles, strategy, default and best."""
+    from costmodel.errors import PtoCostError
+    from costmodel.grid import expand
+    from costmodel.sweep import sweep, sweep_dask, verify_sample as run_verify_sample
+    from fit.io import write_frame
+
+    from . import render
+
+    grid = expand(_load_spec(spec))
+    model = _load_spec(spec).get("model", model) if model == "auto" else model
+    con = render.console(stderr=True)
+    if engine == "local":
+        with render.progress("sweeping", len(grid)) as tick:
+            df = sweep(grid, model=model, progress=tick)
+    elif engine == "dask":
+        df = sweep_dask(grid, model=model, scheduler=scheduler, workers=workers)
+    else:
+        raise PtoCostError(f"unknown engine {engine!r}; accepted: local, dask")
+    write_frame(df, output)
+    n_bad = int(df["cycles"].isna().sum())
+    con.print(f"wrote {output}: {len(df)} rows" + (f", {n_bad} not modelled (see `note`)" if n_bad else ""))
+    if verify_sample:
+        bad = run_verify_sample(df, verify_sample, seed=seed)
+        if bad:
+            for line in bad[:10]:
+                con.print(f"[red]not verified[/]: {line}")
+            raise typer.Exit(1)
+        con.print(f"verified a sample of {min(verify_sample, int(df['cycles'].notna().sum()))} point(s) against the golden")
 
 
 def main() -> None:

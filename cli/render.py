@@ -116,3 +116,27 @@ def validation_text(rep, name: str) -> None:
         con.print(f"[yellow]{len(rep.unmodelled)} row(s) not modelled:[/]")
         for r in notes.itertuples(index=False):
             con.print(f"  lines {r.line}: {r.note}")
+
+
+class _Progress:
+    def __init__(self, label: str, total: int):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                            console=console(stderr=True), transient=True, disable=total < 200)
+        self.task = self.bar.add_task(label, total=total)
+
+    def __enter__(self):
+        self.bar.__enter__()
+        return self.tick
+
+    def tick(self, done: int, total: int) -> None:
+        self.bar.update(self.task, completed=done, total=total)
+
+    def __exit__(self, *exc):
+        return self.bar.__exit__(*exc)
+
+
+def progress(label: str, total: int) -> _Progress:
+    """Return a context manager yielding `tick(done, total)`; draws a rich progress bar on stderr for long work."""
+    return _Progress(label, total)

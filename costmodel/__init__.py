@@ -2,11 +2,12 @@
 
 Public API: `estimate`, `compare`, `plan`, `catalog`, `golden` (and `sweep`, `best_strategy` as they land).
 """
-from .api import catalog, compare, compare_estimates, estimate, estimate_request, plan, request
+from .api import best_strategy, catalog, compare, compare_estimates, estimate, estimate_request, plan, request
 from .errors import PtoCostError
 from .golden import golden
+from .sweep import sweep
 
 __version__ = "0.1.0"
 
-__all__ = ["estimate", "compare", "compare_estimates", "plan", "catalog", "golden", "request", "estimate_request",
+__all__ = ["estimate", "compare", "best_strategy", "sweep", "compare_estimates", "plan", "catalog", "golden", "request", "estimate_request",
            "PtoCostError", "__version__"]

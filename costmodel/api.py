@@ -98,6 +98,16 @@ def compare(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = N
     return pd.DataFrame(rows).fillna(0.0)
 
 
+def best_strategy(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = None, model: str = "auto",
+                  **params: Any) -> tuple[str, float, float]:
+    """Return (fastest legal strategy, its cycles, its saving over the default strategy in % of the default)."""
+    ests = compare_estimates(op, shape, dtype, arch, model, verify=False, **params)
+    best = min(ests, key=lambda e: e.cycles)
+    default = next(e for e in ests if e.strategy_source == "default")
+    saving = (1 - best.cycles / default.cycles) * 100 if default.cycles else 0.0
+    return best.strategy, best.cycles, saving
+
+
 def catalog():
     """Return the instruction catalogue as a pandas DataFrame (one row per instruction)."""
     import pandas as pd
@@ -107,4 +117,4 @@ def catalog():
     return pd.DataFrame(list(read_rows("catalog.csv")))
 
 
-__all__ = ["estimate", "compare", "plan", "catalog", "request", "estimate_request", "compare_estimates", "PtoCostError"]
+__all__ = ["estimate", "compare", "best_strategy", "plan", "catalog", "request", "estimate_request", "compare_estimates", "PtoCostError"]

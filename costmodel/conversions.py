@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ._data import read_rows
 from .errors import NotModelledError, ParamError
+from .flags import FALSE, TRUE
 
 ROUND_MODES = ("none", "rint", "round", "floor", "ceil", "trunc", "odd")
 LETTER = {"rint": "r", "round": "a", "floor": "f", "ceil": "c", "trunc": "z", "odd": "o"}
@@ -80,10 +81,8 @@ def saturation_flag(value) -> bool | None:
     if isinstance(value, bool):
         return value
     key = str(value).strip().lower().replace("saturationmode::", "").replace("sat_", "")
-    if key in ("on", "1", "true", "yes"):
-        return True
-    if key in ("off", "0", "false", "no"):
-        return False
+    if key in TRUE | FALSE:
+        return key in TRUE
     raise ParamError(f"unknown saturation mode {value!r}; accepted: on, off")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import Instruction
-from .conversions import modelled, resolve
+from .conversions import modelled, resolve, round_mode_name
 from .dtypes import DType
 from .errors import ParamError, ShapeError
 from .tiles import Tile, parse_shape
@@ -26,4 +26,6 @@ def convert_tiles(inst: Instruction, arch: str, dt: DType, dst_dt: DType | None,
         _, mode, sat = resolve(dt.name, dst_dt.name, params.get("round_mode"), params.get("saturation"))
         params["round_mode"] = mode
         params["saturation"] = "on" if sat else "off"
+    elif params.get("round_mode") is not None:  # other arches and pairs: the same names (CAST_RINT, r -> rint)
+        params["round_mode"] = round_mode_name(params["round_mode"])
     return [("dst", dst), ("src", src)], params

@@ -11,6 +11,7 @@ from typing import Any
 from .catalog import Instruction
 from .dtypes import DType
 from .errors import ParamError, ShapeError
+from .flags import flag
 from .layouts import ALL, from_enums
 from .padding import pad_name
 from .tiles import Tile, parse_shape
@@ -81,7 +82,7 @@ def data_movement_tiles(inst: Instruction, dt: DType, dst_dt: DType | None, shap
         tile, gm, params = _transfer_tiles(inst, dt, shape, valid, sv, params)
         params["pad"] = pad_name(params.get("pad"))
         if "gm_dynamic" in params:
-            params["gm_dynamic"] = str(params["gm_dynamic"]).lower() in ("1", "true", "yes")
+            params["gm_dynamic"] = flag(params["gm_dynamic"], "gm_dynamic")
         return [("dst", tile), ("src", gm)], params
     if inst.name == "TSTORE":
         tile, gm, params = _transfer_tiles(inst, dt, shape, valid, sv, params)

@@ -6,6 +6,7 @@ from typing import Any
 from .catalog import Instruction
 from .dtypes import DType
 from .errors import ParamError, ShapeError
+from .flags import flag
 from .tiles import Tile, parse_shape
 
 DST_LAYOUTS = {"dn": "col_major", "col_major": "col_major", "nd": "row_major", "row_major": "row_major"}
@@ -45,12 +46,7 @@ def col_reduce_tiles(inst: Instruction, dt: DType, shape: Any, valid: Any, sv: b
     src = _src(shape, dt, valid, sv)
     dst = Tile.make((1, src.cols), dt, (1, src.valid_cols), static_valid=sv, name="dst")
     if inst.name == "TCOLSUM":
-        value = params.get("binary", False)
-        if isinstance(value, str):
-            if value.strip().lower() not in ("true", "false", "1", "0"):
-                raise ParamError(f"binary {value!r}: expected true or false (isBinary)")
-            value = value.strip().lower() in ("true", "1")
-        params["binary"] = bool(value)
+        params["binary"] = flag(params.get("binary", False), "binary (isBinary)")
     elif "binary" in params:
         raise ParamError(f"binary (isBinary) applies to TCOLSUM only, not {inst.name}")
     return [("dst", dst), ("src", src)], params

@@ -48,3 +48,75 @@ def validation_figure(df: pd.DataFrame, title: str = ""):
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def _series_label(keys: tuple, names: list[str]) -> str:
+    return " ".join(str(k) for k in keys) if len(names) > 1 else str(keys[0])
+
+
+def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", measured: pd.DataFrame | None = None):
+    """Return a figure of cycles vs `x` (rows or cols), one step-line per series, with default-strategy changes marked.
+
+    Lines are drawn as steps between sampled shapes so repeat and 255-repeat boundaries stay visible.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(11, 6))
+    xs = np.sort(df[x].unique())
+    for keys, g in df.groupby(series, sort=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        g = g.groupby(x)["cycles"].first().reindex(xs)  # gaps where the strategy is illegal stay gaps
+        ax.plot(g.index, g.to_numpy(), drawstyle="steps-post", marker=".", ms=3, lw=1.3, label=_series_label(keys, series))
+    defaults = df[df["default"]].sort_values(x) if "default" in df else df.iloc[:0]
+    for dt, g in defaults.groupby("dtype", sort=False):
+        change = g["strategy"].ne(g["strategy"].shift())
+        first = True
+        for xv, name in zip(g.loc[change, x], g.loc[change, "strategy"]):
+            if first:
+                first = False
+                continue
+            ax.axvline(xv, color="grey", ls=":", lw=1)
+            ax.annotate(f"default → {name}" + (f" ({dt})" if df["dtype"].nunique() > 1 else ""), (xv, 1.0),
+                        xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right", fontsize=7, color="dimgrey")
+    if measured is not None and len(measured):
+        ax.scatter(measured[x], measured["measured_cycles"], marker="x", color="black", s=40, zorder=5, label="measured")
+    ax.set_xlabel(f"{'columns' if x == 'cols' else 'rows'} (elements)")
+    ax.set_ylabel("cycles")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def heatmap_figure(df: pd.DataFrame, title: str = ""):
+    """Return heatmaps over rows × cols, one row of panels per dtype: default-strategy cycles, and the fastest
+    strategy when several were evaluated."""
+    plt = _pyplot()
+    dtypes = list(dict.fromkeys(df["dtype"]))
+    panels = 2 if df["best"].nunique() > 1 else 1
+    fig, axes = plt.subplots(len(dtypes), panels, figsize=(7 * panels, 5 * len(dtypes)), squeeze=False)
+    for row, dt in enumerate(dtypes):
+        sub = df[df["dtype"] == dt]
+        d = sub[sub["default"]] if sub["default"].any() else sub
+        grid = d.pivot_table(index="rows", columns="cols", values="cycles", aggfunc="first")
+        extent = [grid.columns.min(), grid.columns.max(), grid.index.min(), grid.index.max()]
+        ax = axes[row, 0]
+        im = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", cmap="viridis", extent=extent)
+        fig.colorbar(im, ax=ax, label="cycles (default strategy)")
+        ax.set_xlabel("columns (elements)")
+        ax.set_ylabel("rows")
+        ax.set_title(f"{dt}: cycles")
+        if panels == 2:
+            best = d.pivot_table(index="rows", columns="cols", values="best", aggfunc="first")
+            names = sorted(n for n in pd.unique(best.to_numpy().ravel()) if isinstance(n, str) and n)
+            codes = best.apply(lambda c: c.map({n: i for i, n in enumerate(names)})).to_numpy(float)
+            cmap = plt.get_cmap("tab10", max(len(names), 1))
+            axes[row, 1].imshow(codes, origin="lower", aspect="auto", cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5,
+                                extent=extent)
+            handles = [plt.Rectangle((0, 0), 1, 1, color=cmap(i)) for i in range(len(names))]
+            axes[row, 1].legend(handles, names, fontsize=7, loc="upper right")
+            axes[row, 1].set_xlabel("columns (elements)")
+            axes[row, 1].set_title(f"{dt}: fastest strategy")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

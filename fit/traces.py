@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from costmodel.errors import TraceError
+from costmodel.flags import truthy
 
 REQUIRED = ("arch", "op", "dtype", "rows", "cols")
 OPTIONAL = ("dst_dtype", "valid_rows", "valid_cols", "vf_impl_kind", "strategy", "op_params", "round_mode",
@@ -159,10 +160,6 @@ _NO_CATALOGUE = {  # measured ops that are not PTO catalogue instructions
                  "catalogue entry and is not modelled",
 }
 
-_ROUND = {"CAST_NONE": "none", "CAST_RINT": "rint", "CAST_ROUND": "round", "CAST_FLOOR": "floor",
-          "CAST_CEIL": "ceil", "CAST_TRUNC": "trunc", "CAST_ODD": "odd"}  # isa.md §4.4 RoundMode
-
-
 def request_kwargs(row: Any) -> dict[str, Any]:
     """Map one trace row to `costmodel.operands.make_request` keyword arguments (op, shape, dtype, arch, ...)."""
     kw: dict[str, Any] = {
@@ -181,16 +178,16 @@ def request_kwargs(row: Any) -> dict[str, Any]:
     elif row["op"].upper() == "TSEL" and params:
         kw["mask_variant"] = params
     if row.get("round_mode"):
-        kw["round_mode"] = _ROUND.get(str(row["round_mode"]).upper(), str(row["round_mode"]).lower())
+        kw["round_mode"] = str(row["round_mode"])  # CAST_RINT, rint, r: make_request names it (conversions.py)
     if row.get("saturation_mode"):
         kw["saturation"] = str(row["saturation_mode"]).lower()
     extra = parse_extra(row.get("extra", ""))
     if extra.get("variant") == "ScalarTile":
         kw["order"] = "scalar_tile"
-    if extra.get("isInPlace", "").lower() == "true":
+    if truthy(extra.get("isInPlace", "")):
         kw["in_place"] = True
     if "isBinary" in extra:
-        kw["binary"] = extra["isBinary"].lower() == "true"
+        kw["binary"] = truthy(extra["isBinary"])
     if row["op"].upper() in ("TLOAD", "TSTORE"):
         kw.update(_transfer_kwargs(extra, int(row["valid_rows"])))
     if row["op"].upper() == "TMOV":
@@ -215,7 +212,7 @@ def _transfer_kwargs(extra: dict[str, str], valid_rows: int) -> dict[str, Any]:
     if "PadVal" in extra:
         out["pad"] = extra["PadVal"]
     if "dyn" in extra:
-        out["gm_dynamic"] = extra["dyn"] not in ("0", "false", "False")
+        out["gm_dynamic"] = truthy(extra["dyn"])
     return out
 
 

@@ -150,3 +150,19 @@ def test_conversion_numerics_by_dtype_bits():
 
     out = tcvt(np.array([3.4e38, -3.4e38], np.float32), f32, dtype("bf16"), "ceil", True)
     assert np.isfinite(out.astype(np.float64)).all()  # saturation clamps to the bf16 range
+
+
+@pytest.mark.parametrize("intrinsic, rounded", [("vconv_f162s16z", [2, -2, 0]), ("vconv_f162s16f", [2, -3, -1]),
+                                                ("vconv_f162s16a", [3, -3, -1])])
+@pytest.mark.parametrize("saturate, big", [(True, 32767), (False, 40000 - 65536)])
+def test_table_intrinsics_round_by_their_letter_and_follow_the_saturation_bit(intrinsic, rounded, saturate, big):
+    # A call with no mode of its own (as the elementwise sequences issue it) takes the round mode from the suffix
+    # letter in data/a2a3_intrinsics.csv (isa.md §7.1); CTRL bit 59 clamps or wraps 40000 -> i16 (isa.md §4.4).
+    from costmodel.isa_a2a3 import Addr, VecOp
+
+    p = lower.lower(request("TCVT", "1x128", "f16", dst_dtype="i16"))
+    call = VecOp(intrinsic, "f16", Addr("dst"), (Addr("src"),), 1, dst_dtype="i16")
+    src = np.zeros((1, 128), np.float16)
+    src[0, :4] = [2.7, -2.7, -0.5, 40000.0]
+    got = emulate(replace(p, body=(SetSaturation(saturate), call, SetSaturation(True))), {"src": src})
+    assert got[0, :4].tolist() == rounded + [big]

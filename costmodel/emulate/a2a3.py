@@ -16,7 +16,9 @@ import numpy as np
 
 from .._data import read_rows
 from ..arch import constants
+from ..conversions import round_mode_name
 from ..dtypes import DType, dtype as as_dtype
+from ..golden.convert_a2a3 import vconv
 from ..golden.kernels import apply
 from ..isa_a2a3 import Addr, CopyUB, PipeBarrier, ScalarLoop, SetMaskMode, SetVectorMask, VecOp
 from ..plan import Plan
@@ -42,8 +44,8 @@ class VectorState:
         self.saturate = True  # CTRL bit 59 clear: conversions clamp (isa.md §7.1)
 
 
-# Executors added by other modules: instruction type -> fn(ub, bases, instr, state), and intrinsic
-# kind (data/a2a3_intrinsics.csv) -> fn(ub, bases, op, state, kernel).
+# The two dispatch tables, filled below and by a2a3_move / a2a3_reduce: instruction type -> fn(ub, bases, instr,
+# state), and, for a VecOp, its intrinsic's kind (data/a2a3_intrinsics.csv) -> fn(ub, bases, op, state, kernel).
 HANDLERS: dict = {}
 KIND_HANDLERS: dict = {}
 
@@ -73,7 +75,10 @@ def _scalar(value, dt: DType) -> np.ndarray:
     return np.asarray(value).astype(dt.np)
 
 
-def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kind: str, kernel: str) -> None:
+def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str, *,
+                 kind: str) -> None:
+    """One lane-wise call (kinds unary, binary, scalar, dup, convert): each active lane of dst from the same lane
+    of the sources."""
     dt = as_dtype(op.dtype)
     out_dt = as_dtype(op.dst_dtype) if op.dst_dtype else dt
     lanes = _A.repeat_bytes * 8 // max(dt.bits, out_dt.bits)
@@ -83,16 +88,83 @@ def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: Vec
     dst_addr = _addresses(bases[op.dst.buf], op.dst, out_dt.bits // 8, act.shape)[act]
     srcs = [ub.read(_addresses(bases[s.buf], s, dt.bits // 8, act.shape)[act], dt) for s in op.srcs]
     if kind == "dup":
-        result = np.broadcast_to(_scalar(op.scalar, out_dt), dst_addr.shape)
+        value = _ub_scalar(ub, bases, op.scalar, out_dt) if isinstance(op.scalar, Addr) else _scalar(op.scalar, out_dt)
+        result = np.broadcast_to(value, dst_addr.shape)
     elif kind == "convert":
-        from ..golden.convert_a2a3 import vconv
-
-        result = vconv(srcs[0], dt, out_dt, op.mode or "rint", state.saturate)
+        # The plan's mode (TCVT names it), else the intrinsic's suffix letter r/a/f/c/z/o (isa.md §7.1) that the
+        # intrinsic table carries as its kernel (vconv_f322s32z -> trunc).
+        result = vconv(srcs[0], dt, out_dt, round_mode_name(op.mode or kernel), state.saturate)
     elif kind == "scalar":
         result = apply(kernel, srcs[0], np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape))
     else:
         result = apply(kernel, *srcs)
     ub.write(dst_addr, result, out_dt)
+
+
+def _ub_scalar(ub: UnifiedBuffer, bases: dict[str, int], addr: Addr, dt: DType) -> np.ndarray:
+    """The scalar operand the scalar unit loaded from UB (a per-row value, e.g. TROWEXPAND's src[i, 0])."""
+    return ub.read(np.array(bases[addr.buf] + addr.offset), dt)
+
+
+_PREDICATES = {"gt": np.greater, "lt": np.less, "ge": np.greater_equal, "le": np.less_equal,
+               "eq": np.equal, "ne": np.not_equal}
+
+
+def _mask_bits(state: VectorState, lanes: int, repeat: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return (active lanes, bit index of each active lane): lane p of repeat r is bit r*lanes + p."""
+    act = _active(state, lanes, repeat)
+    return act, np.flatnonzero(act)
+
+
+def _compare(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
+    """vcmpv_<mode>: one bit per active element, LSB first, `lanes` bits per repeat packed back to back (isa.md §7.1).
+
+    The dst operand's block and repeat strides are not used. Bits of inactive lanes keep their old value
+    (inferred, as for masked lanes of other intrinsics).
+    """
+    dt = as_dtype(op.dtype)
+    lanes = _A.repeat_bytes * 8 // dt.bits
+    act, k = _mask_bits(state, lanes, op.repeat)
+    if not k.size:
+        return
+    a, b = (ub.read(_addresses(bases[s.buf], s, dt.bits // 8, act.shape)[act], dt) for s in op.srcs[:2])
+    with np.errstate(invalid="ignore"):
+        bits = _PREDICATES[kernel](a, b).astype(np.uint8)
+    base = bases[op.dst.buf] + op.dst.offset
+    for pos in range(8):
+        sel = (k % 8) == pos
+        addr = base + k[sel] // 8
+        ub.bytes[addr] = (ub.bytes[addr] & np.uint8(0xFF ^ (1 << pos))) | (bits[sel] << pos)
+
+
+def _select(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
+    """vsel(dst, src0, src1, mask): src0 where the lane's mask bit (same packing as vcmpv) is 1, else src1 (inferred)."""
+    dt = as_dtype(op.dtype)
+    lanes = _A.repeat_bytes * 8 // dt.bits
+    act, k = _mask_bits(state, lanes, op.repeat)
+    if not k.size:
+        return
+    a, b = (ub.read(_addresses(bases[s.buf], s, dt.bits // 8, act.shape)[act], dt) for s in op.srcs[:2])
+    m = op.srcs[2]
+    bit = (ub.bytes[bases[m.buf] + m.offset + k // 8] >> (k % 8)) & 1
+    dst = _addresses(bases[op.dst.buf], op.dst, dt.bits // 8, act.shape)[act]
+    ub.write(dst, np.where(bit.astype(bool), a, b), dt)
+
+
+def _broadcast_blocks(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
+    """vbrcb: repeat r reads 8 consecutive elements and fills dst block b of that repeat with element b.
+
+    Block and repeat strides of dst are in 32-byte blocks; the mask does not apply (inferred).
+    """
+    dt = as_dtype(op.dtype)
+    esize = dt.bits // 8
+    r = np.arange(op.repeat)[:, None]
+    b = np.arange(8)[None, :]
+    src = op.srcs[0]
+    vals = ub.read(bases[src.buf] + src.offset + (r * 8 + b) * esize, dt)
+    blocks = bases[op.dst.buf] + op.dst.offset + (r * op.dst.rep_stride + b * op.dst.blk_stride) * BLOCK
+    addrs = blocks[..., None] + np.arange(BLOCK // esize) * esize
+    ub.write(addrs, np.broadcast_to(vals[..., None], addrs.shape), dt)
 
 
 def _block_reduce(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
@@ -115,7 +187,7 @@ def _block_reduce(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: Ve
     ub.write(dst[any_active], res[any_active], dt)
 
 
-def _copy(ub: UnifiedBuffer, bases: dict[str, int], op: CopyUB) -> None:
+def _copy(ub: UnifiedBuffer, bases: dict[str, int], op: CopyUB, state: VectorState) -> None:
     n = op.len_burst * BLOCK
     for i in range(op.n_burst):
         s = bases[op.src.buf] + op.src.offset + i * (op.len_burst + op.src_gap) * BLOCK
@@ -123,7 +195,7 @@ def _copy(ub: UnifiedBuffer, bases: dict[str, int], op: CopyUB) -> None:
         ub.bytes[d:d + n] = ub.bytes[s:s + n].copy()
 
 
-def _scalar_loop(ub: UnifiedBuffer, bases: dict[str, int], op: ScalarLoop) -> None:
+def _scalar_loop(ub: UnifiedBuffer, bases: dict[str, int], op: ScalarLoop, state: VectorState) -> None:
     dt = as_dtype(op.dtype)
     size = dt.bits // 8
     r = np.arange(op.rows)[:, None]
@@ -134,44 +206,64 @@ def _scalar_loop(ub: UnifiedBuffer, bases: dict[str, int], op: ScalarLoop) -> No
 
     dst = addr(op.dst, op.row_stride_bytes[0])
     srcs = [ub.read(addr(s, st), dt) for s, st in zip(op.srcs, op.row_stride_bytes[1:])]
-    s = np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape)
-    operands = (s, srcs[0]) if op.reverse else (srcs[0], s)
+    if op.scalar is None:
+        operands = tuple(srcs)
+    else:
+        s = np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape)
+        operands = (s, srcs[0]) if op.reverse else (srcs[0], s)
     ub.write(dst, apply(op.kernel, *operands), dt)
+
+
+def _vec_op(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState) -> None:
+    """Run one vector call through the handler of its intrinsic's kind."""
+    table = intrinsic_table()
+    kind, kernel = table[op.intrinsic] if op.intrinsic in table else _family_of(op.intrinsic)
+    handler = KIND_HANDLERS.get(kind)
+    if handler is None:
+        raise TypeError(f"the A2/A3 emulator has no executor for {op.intrinsic} (kind {kind!r})")
+    handler(ub, bases, op, state, kernel)
+
+
+def _set_mask_mode(ub: UnifiedBuffer, bases: dict[str, int], op: SetMaskMode, state: VectorState) -> None:
+    state.mode = op.mode
+
+
+def _set_vector_mask(ub: UnifiedBuffer, bases: dict[str, int], op: SetVectorMask, state: VectorState) -> None:
+    state.hi, state.lo = op.hi, op.lo
+
+
+def _barrier(ub: UnifiedBuffer, bases: dict[str, int], op: PipeBarrier, state: VectorState) -> None:
+    """Instructions execute in order here, so a pipe barrier has nothing to wait for."""
+
+
+KIND_HANDLERS.update({kind: functools.partial(_elementwise, kind=kind)
+                      for kind in ("unary", "binary", "scalar", "dup", "convert")})
+KIND_HANDLERS.update({"block_reduce": _block_reduce, "compare": _compare, "select": _select,
+                      "brcb": _broadcast_blocks})
+HANDLERS.update({
+    VecOp: _vec_op,
+    SetMaskMode: _set_mask_mode,
+    SetVectorMask: _set_vector_mask,
+    CopyUB: _copy,
+    ScalarLoop: _scalar_loop,
+    PipeBarrier: _barrier,
+})
 
 
 def execute(plan: Plan, ub: UnifiedBuffer) -> None:
     """Run every instruction of the plan on `ub` in order."""
     bases = {b.name: b.offset for b in plan.buffers}
     state = VectorState()
-    table = intrinsic_table()
     for instr in plan.body:
-        if isinstance(instr, VecOp):
-            kind, kernel = table[instr.intrinsic] if instr.intrinsic in table else _family_of(instr.intrinsic)
-            if kind == "block_reduce":
-                _block_reduce(ub, bases, instr, state, kernel)
-            elif kind in KIND_HANDLERS:
-                KIND_HANDLERS[kind](ub, bases, instr, state, kernel)
-            else:
-                _elementwise(ub, bases, instr, state, kind, kernel)
-        elif isinstance(instr, SetMaskMode):
-            state.mode = instr.mode
-        elif isinstance(instr, SetVectorMask):
-            state.hi, state.lo = instr.hi, instr.lo
-        elif isinstance(instr, CopyUB):
-            _copy(ub, bases, instr)
-        elif isinstance(instr, ScalarLoop):
-            _scalar_loop(ub, bases, instr)
-        elif isinstance(instr, PipeBarrier):
-            pass
-        elif type(instr) in HANDLERS:
-            HANDLERS[type(instr)](ub, bases, instr, state)
-        else:
+        handler = HANDLERS.get(type(instr))
+        if handler is None:
             raise TypeError(f"the A2/A3 emulator cannot execute {type(instr).__name__}")
+        handler(ub, bases, instr, state)
 
 
 def _family_of(intrinsic: str) -> tuple[str, str]:
     if intrinsic.startswith("vconv"):
-        return "convert", "convert"
+        return "convert", "rint"
     raise KeyError(f"intrinsic {intrinsic} is not in data/a2a3_intrinsics.csv")
 
 

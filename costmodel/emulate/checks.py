@@ -34,8 +34,7 @@ def block_padding(shape: tuple[int, int], valid: tuple[int, int], layout: str, e
     return free
 
 
-def _sum_eps(plan: Plan, spec: CheckSpec) -> CheckSpec:
-    t = plan.request.dst
+def _sum_eps(plan: Plan, t, spec: CheckSpec) -> CheckSpec:
     if plan.request.op in ("TROWSUM", "TCOLSUM") and t.dtype.is_float:
         return replace(spec, eps=_SUM_EPS.get(t.dtype.bits // 8, spec.eps))
     return spec
@@ -49,8 +48,8 @@ def _row_reduce_args(plan: Plan, inputs: dict) -> np.ndarray:
 
 
 @check_spec("row_reduce")
-def _row_reduce_spec(plan: Plan, spec: CheckSpec) -> CheckSpec:
-    return _sum_eps(plan, spec)
+def _row_reduce_spec(plan: Plan, buf, spec: CheckSpec) -> CheckSpec:
+    return _sum_eps(plan, buf.tile, spec)
 
 
 @golden_args("col_reduce")
@@ -60,12 +59,12 @@ def _col_reduce_args(plan: Plan, inputs: dict) -> np.ndarray:
 
 
 @check_spec("col_reduce")
-def _col_reduce_spec(plan: Plan, spec: CheckSpec) -> CheckSpec:
-    d = plan.request.dst
+def _col_reduce_spec(plan: Plan, buf, spec: CheckSpec) -> CheckSpec:
+    d = buf.tile
     if 0 in plan.request.tile("src").valid:  # nothing to reduce: the instruction returns at once
         return replace(spec, checked=np.zeros(d.shape, dtype=bool), note="empty source region: dst untouched")
     free = block_padding(d.shape, d.valid, d.layout, d.dtype.bits // 8)
-    return replace(_sum_eps(plan, spec), free=free)
+    return replace(_sum_eps(plan, d, spec), free=free)
 
 
 @golden_args("convert")
@@ -94,9 +93,9 @@ def _data_movement_args(plan: Plan, inputs: dict) -> np.ndarray:
 
 
 @check_spec("data_movement")
-def _data_movement_spec(plan: Plan, spec: CheckSpec) -> CheckSpec:
+def _data_movement_spec(plan: Plan, buf, spec: CheckSpec) -> CheckSpec:
     req = plan.request
-    d = req.dst
+    d = buf.tile
     if req.op == "TLOAD" and req.param("pad") != "null":
         return replace(spec, checked=np.ones(d.shape, dtype=bool), note="the pad value fills the rest of the tile")
     if req.op == "TMOV" and plan.strategy == "UbCopy":

@@ -66,7 +66,9 @@ def golden(op: str, *operands: np.ndarray, valid: Any = None, out: np.ndarray | 
     """Return the destination tile that `op` computes from `operands` (static shapes) over the valid region.
 
     `valid` is the destination's valid (rows, cols) — sources are read at the same (i, j) — or, for ops whose
-    operands have their own regions (TPART*), a sequence of regions: destination first, then each source.
+    operands have their own regions (TPART*, TROWEXPAND*), a sequence of regions: destination first, then each
+    source. TPARTARGMAX/ARGMIN take (src0, src1, src0_idx, src1_idx) and return (values, indices). Ops whose dst
+    shape differs from every source (TCOLEXPAND, TROWEXPAND) take `dst_shape=(rows, cols)` or `out=`.
     """
     inst = instruction(op)
     fn = _FAMILIES.get(inst.family)

@@ -16,6 +16,12 @@ _MODULES = {
     ("a2a3", "col_reduce"): "costmodel.lower.a2a3.colreduce",
     ("a2a3", "convert"): "costmodel.lower.a2a3.convert",
     ("a2a3", "data_movement"): "costmodel.lower.a2a3.datamove",
+    ("a2a3", "partial"): "costmodel.lower.a2a3.partial",
+    ("a2a3", "col_expand"): "costmodel.lower.a2a3.expand",
+    ("a2a3", "col_expand_binary"): "costmodel.lower.a2a3.expand",
+    ("a2a3", "row_expand"): "costmodel.lower.a2a3.rowexpand",
+    ("a2a3", "row_expand_binary"): "costmodel.lower.a2a3.rowexpand",
+    ("a2a3", "block_reduce"): "costmodel.lower.a2a3.blockreduce",
 }
 
 

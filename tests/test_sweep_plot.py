@@ -1,0 +1,114 @@
+"""Sweeps (local and Dask), grid specs and plots."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from costmodel import estimate
+from costmodel.errors import PtoCostError
+from costmodel.grid import expand, parse_range
+from costmodel.sweep import sweep
+
+from .conftest import ROOT
+
+
+def test_parse_range():
+    assert parse_range("16:64:16", "cols") == [16, 32, 48, 64]
+    assert parse_range("3", "rows") == [3]
+    assert parse_range([1, "4:6"], "rows") == [1, 4, 5, 6]
+    for bad in ("0:4", "8:4", "a:b", "1:4:0"):
+        with pytest.raises(PtoCostError, match="malformed"):
+            parse_range(bad, "cols")
+
+
+def test_sweep_matches_single_estimates_and_marks_best():
+    grid = expand({"ops": ["TMINS"], "dtypes": ["f16"], "strategies": ["all"], "rows": "64", "cols": "64:192:64"})
+    out = sweep(grid)
+    for cols, g in out.groupby("cols"):
+        assert g["default"].sum() == 1
+        best = g.loc[g["cycles"].idxmin(), "strategy"]
+        assert (g["best"] == best).all()
+        for rec in g.to_dict("records"):
+            e = estimate("TMINS", f"64x{cols}", "f16", strategy=rec["strategy"], verify=False)
+            assert rec["cycles"] == pytest.approx(e.cycles)
+
+
+def test_sweep_marks_unmodellable_points_without_aborting():
+    frame = pd.DataFrame({"op": ["TMINS", "TMINS", "TMATMUL"], "dtype": ["f16"] * 3, "rows": [64, 64, 16],
+                          "cols": [64, 8192, 16], "strategy": ["2LNormColVLAlign", "default", "default"]})
+    out = sweep(frame)
+    assert out["cycles"].isna().all()
+    assert "not legal" in out.loc[0, "note"]
+    assert "unified buffer" in out.loc[1, "note"]
+    assert out.loc[2, "note"]
+
+
+def test_dask_engine_matches_local_row_for_row():
+    pytest.importorskip("dask.distributed")
+    from costmodel.sweep import sweep_dask
+
+    grid = expand({"ops": ["TMINS", "TADD"], "dtypes": ["f16", "f32"], "strategies": ["all"], "rows": "1:33:8",
+                   "cols": "16:128:16"})
+    local = sweep(grid)
+    dist = sweep_dask(grid, workers=1, npartitions=3)
+    key = ["op", "dtype", "rows", "cols", "strategy"]
+    a = local.sort_values(key).reset_index(drop=True)
+    b = dist.sort_values(key).reset_index(drop=True)[a.columns]
+    pd.testing.assert_frame_equal(a, b, check_dtype=False)
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def test_plot_writes_figure_and_data(tmp_path):
+    png, csv = tmp_path / "tmins.png", tmp_path / "tmins.csv"
+    r = run("plot", "TMINS", "--dtype", "f16", "--rows", "64", "--cols", "16:512:16", "--strategy", "all",
+            "-o", str(png), "--csv", str(csv))
+    assert r.returncode == 0, r.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+    df = pd.read_csv(csv)
+    assert set(df["cols"]) == set(range(16, 513, 16))
+    assert {"2LNormRowRpt", "1LNorm", "2LCount"} <= set(df["strategy"])
+    assert df.groupby("cols")["default"].sum().eq(1).all()
+    # 255-repeat and repeat boundaries: 1LNorm at 64 rows adds cycles when cols cross a multiple of 128 f16 lanes
+    norm = df[df["strategy"] == "1LNorm"].set_index("cols")["cycles"]
+    assert norm[144] > norm[128]
+
+
+def test_plot_svg_and_heatmap(tmp_path):
+    svg = tmp_path / "h.svg"
+    r = run("plot", "TADD", "--dtype", "f16,f32", "--rows", "1:32:8", "--cols", "16:128:16", "-o", str(svg))
+    assert r.returncode == 0, r.stderr
+    assert svg.read_text().lstrip().startswith("<?xml")
+
+
+def test_sweep_command_with_spec_formats(tmp_path):
+    spec = {"ops": ["TMINS"], "dtypes": ["f16"], "strategies": ["all"], "rows": "1:16:5", "cols": "16:64:16"}
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    (tmp_path / "s.toml").write_text('ops = ["TMINS"]\ndtypes = ["f16"]\nstrategies = ["all"]\nrows = "1:16:5"\ncols = "16:64:16"\n')
+    outs = []
+    for name in ("s.json", "s.toml"):
+        out = tmp_path / f"{name}.csv"
+        r = run("sweep", str(tmp_path / name), "-o", str(out), "--verify-sample", "5")
+        assert r.returncode == 0, r.stderr
+        outs.append(pd.read_csv(out))
+    pd.testing.assert_frame_equal(outs[0], outs[1])
+    r = run("sweep", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "x.csv"))
+    assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_sweep_passes_the_reduce_convert_move_parameters():
+    # `params` of a spec reach the request: TCOLSUM's isBinary flag picks the tree, TMOV's dst layout the moves
+    linear, tree = (sweep(expand({"ops": ["TCOLSUM"], "dtypes": "f32", "rows": "16", "cols": "64",
+                                  "params": params}))
+                    for params in ({}, {"binary": True}))
+    assert linear["strategy"].tolist() == ["ColLinear"] and tree["strategy"].tolist() == ["ColBinary"]
+    assert tree["cycles"].iloc[0] == pytest.approx(estimate("TCOLSUM", "16x64", "f32", binary=True, verify=False).cycles)
+    nd, nz = (sweep(expand({"ops": ["TMOV"], "dtypes": "f32", "rows": "16", "cols": "64", "params": {"dst_layout": lay}}))
+              for lay in ("nd", "nz"))
+    assert nz["cycles"].iloc[0] == pytest.approx(estimate("TMOV", "16x64", "f32", dst_layout="nz", verify=False).cycles)
+    assert nz["cycles"].iloc[0] != nd["cycles"].iloc[0]
