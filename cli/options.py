@@ -29,6 +29,13 @@ REQUEST_OPTIONS: dict[str, tuple[Any, Any]] = {
     "dst_rep_stride": (Annotated[Optional[int], typer.Option("--dst-rep-stride", help="BlockReduce*: dst repeat stride in repeat outputs (default 1).", rich_help_panel=OPS)], None),
     "src_blk_stride": (Annotated[Optional[int], typer.Option("--src-blk-stride", help="BlockReduce*: src block stride in 32-byte blocks (default 1).", rich_help_panel=OPS)], None),
     "src_rep_stride": (Annotated[Optional[int], typer.Option("--src-rep-stride", help="BlockReduce*: src repeat stride in 32-byte blocks (default 8).", rich_help_panel=OPS)], None),
+    "round_mode": (Annotated[Optional[str], typer.Option("--round-mode", help="TCVT round mode: none rint round floor ceil trunc odd (default none: rint for float targets, trunc for integer targets).", rich_help_panel=OPS)], None),
+    "saturation": (Annotated[Optional[str], typer.Option("--saturation", help="TCVT saturation: on (clamp) or off (keep the low bits); default per conversion pair.", rich_help_panel=OPS)], None),
+    "binary": (Annotated[Optional[bool], typer.Option("--binary/--linear", help="TCOLSUM: pairwise tree through tmp (isBinary) or the linear chain (default).", rich_help_panel=OPS)], None),
+    "dst_layout": (Annotated[Optional[str], typer.Option("--dst-layout", help="Row reductions: dn (Rx1 col-major) or nd; TMOV: nd dn nz zn zz.", rich_help_panel=OPS)], None),
+    "src_layout": (Annotated[Optional[str], typer.Option("--src-layout", help="TMOV source layout: nd dn nz zn zz (default nd).", rich_help_panel=OPS)], None),
+    "gm_shape": (Annotated[Optional[str], typer.Option("--gm-shape", help="TLOAD/TSTORE: GM tensor shape0x..xshape4 (default 1x1x1xVRxVC).", rich_help_panel=OPS)], None),
+    "pad": (Annotated[Optional[str], typer.Option("--pad", help="TLOAD pad value: null zero max min (default null).", rich_help_panel=OPS)], None),
     "in_place": (Annotated[bool, typer.Option("--in-place", help="The op writes over its source (selects in-place code paths).", rich_help_panel=OPS)], False),
 }
 

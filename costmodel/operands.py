@@ -67,6 +67,8 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     sv = static_valid
     if fam == "block_reduce":
         tiles, params = _block_reduce_tiles(inst, dt, shape, params)
+    elif fam in ("row_reduce", "col_reduce", "convert", "data_movement"):
+        tiles, params = _reduce_convert_move_tiles(inst, arch, dt, dst_dt, shape, valid, sv, params)
     else:
         if shape is None:
             raise ShapeError(f"{inst.name} needs --shape RxC")
@@ -96,6 +98,25 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
         else:
             tiles = [("dst", dst)]
     return Request(inst.name, arch, tuple(tiles), tuple(sorted(params.items())), strategy, fam)
+
+
+def _reduce_convert_move_tiles(inst, arch, dt, dst_dt, shape, valid, sv, params):
+    """Row/col reductions, TCVT and TLOAD/TSTORE/TMOV: builders in their own modules."""
+    if inst.family == "row_reduce":
+        from .operands_reduce import row_reduce_tiles
+
+        return row_reduce_tiles(inst, dt, shape, valid, sv, params)
+    if inst.family == "col_reduce":
+        from .operands_reduce import col_reduce_tiles
+
+        return col_reduce_tiles(inst, dt, shape, valid, sv, params)
+    if inst.family == "convert":
+        from .operands_convert import convert_tiles
+
+        return convert_tiles(inst, arch, dt, dst_dt, shape, valid, sv, params)
+    from .operands_move import data_movement_tiles
+
+    return data_movement_tiles(inst, dt, dst_dt, shape, valid, sv, params)
 
 
 def _partial_tiles(inst, dt, shape, dst, src0_valid, src1_valid, sv, params):

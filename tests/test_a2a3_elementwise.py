@@ -272,3 +272,11 @@ def test_dropped_step_of_a_sequence_is_not_verified():
     body = tuple(i for i in plan.body if not (isinstance(i, VecOp) and i.intrinsic.startswith("vconv")))
     assert len(body) < len(plan.body)
     assert verify(dataclasses.replace(plan, body=body)).ok is False
+
+
+def test_every_intrinsic_kind_in_the_table_has_an_executor():
+    # one dispatch table: each kind of data/a2a3_intrinsics.csv (elementwise, compare, select, brcb, block and
+    # whole-repeat reductions) maps to the function that executes it
+    kinds = {kind for kind, _ in emu.intrinsic_table().values()}
+    assert {"unary", "binary", "convert", "compare", "select", "brcb", "block_reduce", "whole_reduce"} <= kinds
+    assert kinds <= set(emu.KIND_HANDLERS)

@@ -99,3 +99,16 @@ def test_sweep_command_with_spec_formats(tmp_path):
     pd.testing.assert_frame_equal(outs[0], outs[1])
     r = run("sweep", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "x.csv"))
     assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_sweep_passes_the_reduce_convert_move_parameters():
+    # `params` of a spec reach the request: TCOLSUM's isBinary flag picks the tree, TMOV's dst layout the moves
+    linear, tree = (sweep(expand({"ops": ["TCOLSUM"], "dtypes": "f32", "rows": "16", "cols": "64",
+                                  "params": params}))
+                    for params in ({}, {"binary": True}))
+    assert linear["strategy"].tolist() == ["ColLinear"] and tree["strategy"].tolist() == ["ColBinary"]
+    assert tree["cycles"].iloc[0] == pytest.approx(estimate("TCOLSUM", "16x64", "f32", binary=True, verify=False).cycles)
+    nd, nz = (sweep(expand({"ops": ["TMOV"], "dtypes": "f32", "rows": "16", "cols": "64", "params": {"dst_layout": lay}}))
+              for lay in ("nd", "nz"))
+    assert nz["cycles"].iloc[0] == pytest.approx(estimate("TMOV", "16x64", "f32", dst_layout="nz", verify=False).cycles)
+    assert nz["cycles"].iloc[0] != nd["cycles"].iloc[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import DType
+from ..layouts import BOXED, element_offsets
 from ..plan import Plan
 from ..tiles import Tile
 
@@ -29,15 +30,24 @@ class UnifiedBuffer:
 
     def load_tile(self, offset: int, tile: Tile, data: np.ndarray) -> None:
         """Place a whole tile (static shape, including padding) at `offset` in its layout."""
+        if tile.layout in BOXED:
+            self.write(offset + _boxed_offsets(tile) * (tile.dtype.bits // 8), np.asarray(data), tile.dtype)
+            return
         order = "C" if tile.layout == "row_major" else "F"
         raw = np.asarray(data, dtype=tile.dtype.np).reshape(-1, order=order).view(np.uint8)
         self.bytes[offset:offset + raw.size] = raw
 
     def tile(self, offset: int, tile: Tile) -> np.ndarray:
         """Return a copy of a whole tile (static shape) read from `offset`."""
+        if tile.layout in BOXED:
+            return self.read(offset + _boxed_offsets(tile) * (tile.dtype.bits // 8), tile.dtype).copy()
         order = "C" if tile.layout == "row_major" else "F"
         raw = self.bytes[offset:offset + tile.nbytes].copy()
         return raw.view(tile.dtype.np).reshape((tile.rows, tile.cols), order=order)
+
+
+def _boxed_offsets(tile: Tile) -> np.ndarray:
+    return element_offsets(tile.layout, tile.rows, tile.cols, tile.dtype.bits // 8)
 
 
 def element_addr(base: int, r: np.ndarray, c: np.ndarray, tile: Tile) -> np.ndarray:

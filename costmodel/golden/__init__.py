@@ -78,3 +78,7 @@ def golden(op: str, *operands: np.ndarray, valid: Any = None, out: np.ndarray | 
 
 
 from . import families as _families  # noqa: E402,F401  (registers the remaining families)
+from . import datamove as _datamove, reduce as _reduce  # noqa: E402,F401
+from .convert_a2a3 import tcvt_golden  # noqa: E402
+
+_FAMILIES.setdefault("convert", tcvt_golden)

@@ -12,6 +12,7 @@ from dataclasses import replace
 from ...arch import constants
 from ...dtypes import DType, dtype as as_dtype
 from ...errors import ParamError
+from ...flags import truthy
 from ...isa_a2a3 import Addr, PipeBarrier, ScalarLoop, VecOp
 from ...plan import Buffer
 from ...request import Request
@@ -20,7 +21,7 @@ from ..alloc import allocate
 from . import modes
 from .modes import Stream
 from .steps import LoopStep, StepSpec, build_one, scaled_cols
-from .table import LoweringRow, truthy
+from .table import LoweringRow
 
 _A = constants("a2a3")
 BLOCK_SCRATCH = "block"

@@ -11,23 +11,16 @@ from dataclasses import dataclass
 
 from ..._data import read_rows
 from ...errors import NotModelledError
+from ...flags import FALSE, TRUE
 from ...request import Request
 from .hooks import sequence
 from .steps import StepSpec, parse
 
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def truthy(value) -> bool:
-    """Whether a request parameter spells a true flag (`1`, `true`, `yes`, `on`)."""
-    return str(value).strip().lower() in _TRUE
-
-
 def _norm(value) -> str:
     text = str(value).strip().lower()
-    if text in _TRUE:
+    if text in TRUE:
         return "true"
-    return "" if text in ("0", "false", "no", "off", "none") else text
+    return "" if text in FALSE or text == "none" else text
 
 
 @dataclass(frozen=True)
