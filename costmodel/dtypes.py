@@ -36,8 +36,9 @@ class DType:
 
     @property
     def emulatable(self) -> bool:
-        """Whether numpy can hold values of this type (so plans on it can be executed and verified)."""
-        return bool(self.numpy_name) and self.bits >= 8
+        """Whether numpy can hold values of this type, so plans on it can be executed and verified (4-bit twin
+        types too: the unified buffer image packs two per byte, isa.md §1.1)."""
+        return bool(self.numpy_name)
 
     @property
     def np(self) -> np.dtype:
@@ -92,3 +93,12 @@ def dtype(name: str | DType) -> DType:
         names = " ".join(d.name for d in all_dtypes())
         raise UnsupportedDtypeError(f"unknown dtype {name!r}; known dtypes: {names} (long forms like fp16, float32, int8 are accepted)")
     return found
+
+
+def from_numpy(np_dtype) -> DType:
+    """Return the element type whose numpy form is `np_dtype` (float32 -> f32, bfloat16 -> bf16, ...)."""
+    want = np.dtype(np_dtype)
+    for d in all_dtypes():
+        if d.emulatable and d.np == want:
+            return d
+    raise UnsupportedDtypeError(f"numpy type {want} is not an element type of this tool")

@@ -133,3 +133,90 @@ def continuous_mask(n: int) -> tuple[int, int]:
     if n >= 128:
         hi = (1 << 64) - 1
     return hi, lo
+
+
+@dataclass(frozen=True)
+class CopyGmToUb:
+    """`copy_gm_to_ubuf_align`: `n_burst` bursts of `len_burst` bytes from GM into UB (costmodel.md §4).
+
+    GM bursts are `len_burst + src_gap` bytes apart. Each UB burst starts on a 32-byte block and occupies
+    ceil(len_burst / 32) blocks, followed by `dst_gap` blocks. With `pad_value` set, the bytes from the end of
+    the burst to its block boundary (`right_pad` elements) are written with the pad value (inferred).
+    """
+
+    dtype: str
+    dst: Addr
+    src: Addr
+    n_burst: int
+    len_burst: int
+    src_gap: int = 0
+    dst_gap: int = 0
+    right_pad: int = 0
+    pad_value: float | int | None = None
+
+    @property
+    def intrinsic(self) -> str:
+        return "copy_gm_to_ubuf_align"
+
+    def listing(self) -> str:
+        pad = f" rightPad={self.right_pad} padVal={self.pad_value!r}" if self.pad_value is not None else ""
+        return (f"  copy_gm_to_ubuf_align {self.dtype:<5} {self.dst.text()}, {self.src.text()}  nBurst={self.n_burst} "
+                f"lenBurst={self.len_burst}B srcGap={self.src_gap}B dstGap={self.dst_gap}{pad}")
+
+
+@dataclass(frozen=True)
+class CopyUbToGm:
+    """`copy_ubuf_to_gm_align`: `n_burst` bursts of `len_burst` bytes from UB (block-aligned) into GM.
+
+    UB bursts start ceil(len_burst / 32) + `src_gap` blocks apart; GM bursts `len_burst + dst_gap` bytes apart.
+    """
+
+    dtype: str
+    dst: Addr
+    src: Addr
+    n_burst: int
+    len_burst: int
+    src_gap: int = 0
+    dst_gap: int = 0
+
+    @property
+    def intrinsic(self) -> str:
+        return "copy_ubuf_to_gm_align"
+
+    def listing(self) -> str:
+        return (f"  copy_ubuf_to_gm_align {self.dtype:<5} {self.dst.text()}, {self.src.text()}  nBurst={self.n_burst} "
+                f"lenBurst={self.len_burst}B srcGap={self.src_gap} dstGap={self.dst_gap}B")
+
+
+@dataclass(frozen=True)
+class SetSaturation:
+    """Write CTRL bit 59: float->int and narrowing conversions clamp (`on`) or keep the low bits (`off`) (isa.md §7.1)."""
+
+    on: bool
+
+    def listing(self) -> str:
+        return f"  set_ctrl(sat={'on' if self.on else 'off'})"
+
+
+@dataclass(frozen=True)
+class ScalarMove:
+    """An element-by-element copy on the scalar unit between two tile layouts: dst(r, c) = src(r, c) for the
+    `rows` x `cols` region, each operand addressed through its tile layout (isa.md §1.1 GetTileOffset)."""
+
+    dtype: str
+    dst: Addr
+    src: Addr
+    rows: int
+    cols: int
+    dst_layout: str
+    src_layout: str
+    dst_shape: tuple[int, int]
+    src_shape: tuple[int, int]
+
+    @property
+    def intrinsic(self) -> str:
+        return "scalar_move"
+
+    def listing(self) -> str:
+        return (f"  scalar_move  {self.dtype} rows={self.rows} cols={self.cols} {self.dst.text()} ({self.dst_layout}), "
+                f"{self.src.text()} ({self.src_layout})")

@@ -67,6 +67,8 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     sv = static_valid
     if fam == "block_reduce":
         tiles, params = _block_reduce_tiles(inst, dt, shape, params)
+    elif fam in ("row_reduce", "col_reduce", "convert", "data_movement"):
+        tiles, params = _reduce_convert_move_tiles(inst, arch, dt, dst_dt, shape, valid, sv, params)
     else:
         if shape is None:
             raise ShapeError(f"{inst.name} needs --shape RxC")
@@ -97,6 +99,25 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
             tiles, params = _other_tiles(inst, dt, (rows, cols), dst, sv, params)
     tiles, params = _arch_rules(inst, arch, dt, tiles, params)
     return Request(inst.name, arch, tuple(tiles), tuple(sorted(params.items())), strategy, fam)
+
+
+def _reduce_convert_move_tiles(inst, arch, dt, dst_dt, shape, valid, sv, params):
+    """Row/col reductions, TCVT and TLOAD/TSTORE/TMOV: builders in their own modules."""
+    if inst.family == "row_reduce":
+        from .operands_reduce import row_reduce_tiles
+
+        return row_reduce_tiles(inst, dt, shape, valid, sv, params)
+    if inst.family == "col_reduce":
+        from .operands_reduce import col_reduce_tiles
+
+        return col_reduce_tiles(inst, dt, shape, valid, sv, params)
+    if inst.family == "convert":
+        from .operands_convert import convert_tiles
+
+        return convert_tiles(inst, arch, dt, dst_dt, shape, valid, sv, params)
+    from .operands_move import data_movement_tiles
+
+    return data_movement_tiles(inst, dt, dst_dt, shape, valid, sv, params)
 
 
 def _partial_tiles(inst, dt, shape, dst, src0_valid, src1_valid, sv, params):
@@ -212,10 +233,7 @@ def _block_reduce_tiles(inst, dt, shape, params):
 
 
 def _other_tiles(inst, dt, shape, dst, sv, params):
-    """TCVT (dst, src) and TSEL (dst, src0, src1, mask); any other family: dst only."""
-    rows, cols = shape
-    if inst.family == "convert":
-        return [("dst", dst), ("src", _tile(shape, dt, dst.valid, static_valid=sv, name="src"))], params
+    """TSEL (dst, src0, src1, mask); any other family: dst only."""
     if inst.name == "TSEL":  # the mask last, so that the first source carries the compute type
         return [("dst", dst), ("src0", _tile(shape, dt, dst.valid, static_valid=sv, name="src0")),
                 ("src1", _tile(shape, dt, dst.valid, static_valid=sv, name="src1")),
@@ -233,39 +251,6 @@ def _mask_tile(shape, valid, sv) -> Tile:
     rows, cols = shape
     mcols = -(-math.ceil(cols / 8) // 32) * 32
     return _tile((rows, mcols), "u8", (valid[0], math.ceil(valid[1] / 8)), static_valid=sv, name="mask")
-
-
-ROUND_MODES = ("none", "rint", "round", "floor", "ceil", "trunc", "odd")  # isa.md §4.4 RoundMode
-_ROUND_ALIASES = {"r": "rint", "a": "round", "f": "floor", "c": "ceil", "z": "trunc", "o": "odd"}
-
-
-def round_mode(value: Any) -> str:
-    """Return the canonical round mode for `rint`, `CAST_RINT`, `r`, ... (isa.md §4.4)."""
-    key = str(value).strip().lower()
-    key = key[5:] if key.startswith("cast_") else key
-    key = _ROUND_ALIASES.get(key, key)
-    if key not in ROUND_MODES:
-        raise ParamError(f"unknown round mode {value!r}; accepted: {', '.join(ROUND_MODES)} (CAST_* spellings too)")
-    return key
-
-
-def saturation(value: Any) -> str:
-    """Return 'on' or 'off' for on/off, true/false, 1/0, SAT_ON/SAT_OFF (isa.md §4.4 SaturationMode)."""
-    key = str(value).strip().lower().removeprefix("sat_").removeprefix("saturation_")
-    table = {"on": "on", "true": "on", "1": "on", "yes": "on", "off": "off", "false": "off", "0": "off", "no": "off"}
-    if key not in table:
-        raise ParamError(f"unknown saturation mode {value!r}; accepted: on, off")
-    return table[key]
-
-
-def _convert_params(src, dst, params):
-    """A5 TCVT: canonical round mode (default none) and saturation (default per pair, isa.md §4.4)."""
-    from .golden.convert import default_saturation
-
-    params["round_mode"] = round_mode(params.get("round_mode", "none"))
-    sat = params.get("saturation")
-    params["saturation"] = saturation(sat) if sat is not None else default_saturation(src.name, dst.name)
-    return params
 
 
 VF_IMPL_KINDS = ("VFIMPL_DEFAULT", "VFIMPL_1D_NO_POST_UPDATE", "VFIMPL_2D_NO_POST_UPDATE", "VFIMPL_1D_POST_UPDATE",
@@ -286,8 +271,6 @@ def vf_impl_kind(value: Any) -> str:
 
 def _arch_rules(inst, arch, dt, tiles, params):
     """Check the parameters that only some arches take, and the A5 tile relations (isa.md §3 constraints)."""
-    if inst.family == "convert" and arch == "a5":
-        params = _convert_params(dt, dict(tiles)["dst"].dtype, params)
     for key in ("round_mode", "saturation"):
         if key in params and inst.family != "convert":
             raise ParamError(f"{key} applies to TCVT only, not {inst.name}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .arch import constants
 from .request import Request
 from .tiles import Tile
 
@@ -14,8 +15,9 @@ class Buffer:
 
     name: str
     tile: Tile
-    offset: int  # byte address in the unified buffer, 32-byte aligned
+    offset: int  # byte address in the emulator's memory image (UB first, then GM), 32-byte aligned
     scratch: bool = False
+    space: str = "ub"  # "ub" (on-chip unified buffer) or "gm" (global memory, after the UB in the image)
 
     @property
     def nbytes(self) -> int:
@@ -46,7 +48,8 @@ class Plan:
         lines = [f"; {self.op} on {self.arch}, strategy {self.strategy}"]
         for buf in self.buffers:
             role = "scratch" if buf.scratch else "tile"
-            lines.append(f"; {buf.name:<5} @UB+{buf.offset:<6} {role} {buf.tile.describe()}")
+            base = constants(self.arch).ub_bytes if buf.space == "gm" else 0
+            lines.append(f"; {buf.name:<5} @{buf.space.upper()}+{buf.offset - base:<6} {role} {buf.tile.describe()}")
         lines.extend(f"; note: {n}" for n in self.notes)
         for instr in self.body:
             lines.extend(instr.listing_lines() if hasattr(instr, "listing_lines") else [instr.listing()])

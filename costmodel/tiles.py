@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from .dtypes import DType, dtype as as_dtype
 from .errors import ShapeError
+from .layouts import ALL as LAYOUTS, BOXED, alignment_problem
 
-LAYOUTS = ("row_major", "col_major")
 _SHAPE_RE = re.compile(r"^\s*(\d+)\s*[xX×,]\s*(\d+)\s*$")
 
 
@@ -89,7 +89,11 @@ class Tile:
             raise ShapeError(
                 f"{name} valid region {self.valid_rows}x{self.valid_cols} is larger than the tile {self.rows}x{self.cols}"
             )
-        if self.layout == "row_major":
+        if self.layout in BOXED:
+            problem = alignment_problem(self.layout, self.rows, self.cols, self.dtype.bits)
+            if problem:
+                raise ShapeError(f"{name} {self.rows}x{self.cols} {self.dtype}: {problem}")
+        elif self.layout == "row_major":
             row_bits = self.cols * self.dtype.bits
             if row_bits % 256:
                 need = 256 // math.gcd(256, self.dtype.bits)
@@ -110,6 +114,8 @@ class Tile:
         """Return e.g. `64x64 f16 (valid 60x60, dynamic)`."""
         valid = "" if self.valid == self.shape else f" valid {self.valid_rows}x{self.valid_cols}"
         kind = "static" if self.static_valid else "dynamic"
-        lay = "" if self.layout == "row_major" else " col-major"
+        lay = {"row_major": "", "col_major": " col-major"}.get(self.layout, f" {self.layout}")
+        if self.loc == "gm":
+            return f"GM {self.rows}x{self.cols} {self.dtype}{valid}"
         return f"{self.rows}x{self.cols} {self.dtype}{lay}{valid} ({kind} valid)"
 

@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 
 from costmodel.errors import TraceError
+from costmodel.flags import truthy
+from costmodel.operands import VF_IMPL_KINDS  # costmodel.md §3 step 5 (enum values 0..4)
 
 REQUIRED = ("arch", "op", "dtype", "rows", "cols")
 OPTIONAL = ("dst_dtype", "valid_rows", "valid_cols", "vf_impl_kind", "strategy", "op_params", "round_mode",
             "saturation_mode", "extra", "measured_cycles")
-VF_IMPL_KINDS = ("VFIMPL_DEFAULT", "VFIMPL_1D_NO_POST_UPDATE", "VFIMPL_2D_NO_POST_UPDATE", "VFIMPL_1D_POST_UPDATE",
-                 "VFIMPL_2D_POST_UPDATE")  # costmodel.md §3 step 5 (enum values 0..4)
 KEY = ("arch", "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols", "vf_impl_kind", "strategy",
        "op_params", "round_mode", "saturation_mode", "extra")
 
@@ -113,7 +113,7 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
         try:
             inst = instruction(op)
         except PtoCostError as exc:
-            verdicts[(arch, op, dt, dst)] = ("op", str(exc))
+            verdicts[(arch, op, dt, dst)] = ("op", _NO_CATALOGUE.get(str(op).upper(), str(exc)))
             continue
         try:
             t = as_dtype(dt)
@@ -141,7 +141,7 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
     good = df[~df["line"].isin(bad_lines)].copy()
     for col in ("rows", "cols", "valid_rows", "valid_cols"):
         good[col] = good[col].astype(int)
-    return good, sorted(problems, key=lambda p: p.line)
+    return good, sorted(problems, key=lambda p: (p.line, p.column not in ("op", "arch")))
 
 
 def parse_extra(text: str) -> dict[str, str]:
@@ -154,9 +154,10 @@ def parse_extra(text: str) -> dict[str, str]:
     return out
 
 
-_ROUND = {"CAST_NONE": "none", "CAST_RINT": "rint", "CAST_ROUND": "round", "CAST_FLOOR": "floor",
-          "CAST_CEIL": "ceil", "CAST_TRUNC": "trunc", "CAST_ODD": "odd"}  # isa.md §4.4 RoundMode
-
+_NO_CATALOGUE = {  # measured ops that are not PTO catalogue instructions
+    "TLOADCONV": "TLOADCONV (a TLOAD into a convolution layout such as NC1HWC0, measured on A2/A3) has no "
+                 "catalogue entry and is not modelled",
+}
 
 def request_kwargs(row: Any) -> dict[str, Any]:
     """Map one trace row to `costmodel.operands.make_request` keyword arguments (op, shape, dtype, arch, ...)."""
@@ -176,14 +177,50 @@ def request_kwargs(row: Any) -> dict[str, Any]:
     elif row["op"].upper() == "TSEL" and params:
         kw["mask_variant"] = params
     if row.get("round_mode"):
-        kw["round_mode"] = _ROUND.get(str(row["round_mode"]).upper(), str(row["round_mode"]).lower())
+        kw["round_mode"] = str(row["round_mode"])  # CAST_RINT, rint, r: make_request names it (conversions.py)
     if row.get("saturation_mode"):
         kw["saturation"] = str(row["saturation_mode"]).lower()
     extra = parse_extra(row.get("extra", ""))
     if extra.get("variant") == "ScalarTile":
         kw["order"] = "scalar_tile"
-    if extra.get("isInPlace", "").lower() == "true":
+    if truthy(extra.get("isInPlace", "")):
         kw["in_place"] = True
     if "isBinary" in extra:
-        kw["binary"] = extra["isBinary"].lower() == "true"
+        kw["binary"] = truthy(extra["isBinary"])
+    if row["op"].upper() in ("TLOAD", "TSTORE"):
+        kw.update(_transfer_kwargs(extra, int(row["valid_rows"])))
+    if row["op"].upper() == "TMOV":
+        kw.update(_tmov_kwargs(extra))
     return kw
+
+
+def _transfer_kwargs(extra: dict[str, str], valid_rows: int) -> dict[str, Any]:
+    """GM shape, pad value and dynamic-shape flag of a TLOAD/TSTORE test row.
+
+    The tests' shape3 counts all the tile's rows; the GM tensor's dim 3 is then valid_rows / (shape0 *
+    shape1 * shape2), so that the §1.5 ND mapping holds and one copy per outer index moves its share of the
+    tile (the bytes moved equal the tile's, as in costmodel.md §4's finding).
+    """
+    out: dict[str, Any] = {}
+    if all(f"shape{i}" in extra for i in range(5)):
+        dims = [int(extra[f"shape{i}"]) for i in range(5)]
+        outer = dims[0] * dims[1] * dims[2]
+        if outer * dims[3] != valid_rows and dims[3] == valid_rows and valid_rows % outer == 0:
+            dims[3] = valid_rows // outer
+        out["gm_shape"] = tuple(dims)
+    if "PadVal" in extra:
+        out["pad"] = extra["PadVal"]
+    if "dyn" in extra:
+        out["gm_dynamic"] = truthy(extra["dyn"])
+    return out
+
+
+def _tmov_kwargs(extra: dict[str, str]) -> dict[str, Any]:
+    """Tile locations and BLayout/SLayout pairs of a TMOV test row."""
+    out: dict[str, Any] = {}
+    for side in ("src", "dst"):
+        if f"{side}BL" in extra:
+            out[f"{side}_layout"] = f"{extra[f'{side}BL']}/{extra.get(f'{side}SL', 'NoneBox')}"
+        if f"{side}Loc" in extra:
+            out[f"{side}_loc"] = extra[f"{side}Loc"]
+    return out

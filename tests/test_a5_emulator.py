@@ -1,6 +1,8 @@
 """A5 VF emulator: every strategy of every family agrees with the semantics; TCVT rounding and saturation."""
+import functools
 from dataclasses import replace
 from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
@@ -247,34 +249,69 @@ def decimal_round(x: float, mode: str) -> int:
        mode=st.sampled_from(MODES))
 def test_float_to_int_rounding_agrees_with_decimal_arithmetic(values, mode):
     x = np.array(values, dtype=np.float32)
-    got = convert(x, as_dtype("i32"), mode, saturate=True)
+    got = convert(x, "f32", "i32", mode, saturate=True)
     assert got.tolist() == [decimal_round(v, mode) for v in x.tolist()]
 
 
 def test_saturation_clamps_on_and_wraps_off():
     f16 = np.array([300.0, -300.0, 127.6, -128.6], dtype=np.float16)
-    assert convert(f16, as_dtype("i8"), "rint", saturate=True).tolist() == [127, -128, 127, -128]
-    assert convert(f16[:1], as_dtype("i8"), "trunc", saturate=False).tolist() == [44]  # isa.md §4.4: 300.0 -> 44
-    assert convert(np.array([1e10], np.float32), as_dtype("i16"), saturate=False).tolist() == [-1]  # via s32 0x7fffffff
-    assert convert(np.array([70000], np.int32), as_dtype("i16"), saturate=True).tolist() == [32767]
-    assert convert(np.array([70000], np.int32), as_dtype("i16"), saturate=False).tolist() == [70000 - 65536]
+    assert convert(f16, "f16", "i8", "rint", saturate=True).tolist() == [127, -128, 127, -128]
+    assert convert(f16[:1], "f16", "i8", "trunc", saturate=False).tolist() == [44]  # isa.md §4.4: 300.0 -> 44
+    assert convert(np.array([1e10], np.float32), "f32", "i16", "none", saturate=False).tolist() == [-1]  # via s32 0x7fffffff
+    assert convert(np.array([70000], np.int32), "i32", "i16", "none", saturate=True).tolist() == [32767]
+    assert convert(np.array([70000], np.int32), "i32", "i16", "none", saturate=False).tolist() == [70000 - 65536]
     big = np.array([1e6, -1e6], dtype=np.float32)
-    assert convert(big, as_dtype("f16"), saturate=True).tolist() == [65504.0, -65504.0]
-    assert np.isinf(convert(big, as_dtype("f16"), saturate=False)).all()
-    e4m3 = convert(np.array([500.0], np.float32), as_dtype("fp8_e4m3"), saturate=True)
+    assert convert(big, "f32", "f16", "none", saturate=True).tolist() == [65504.0, -65504.0]
+    assert np.isinf(convert(big, "f32", "f16", "none", saturate=False)).all()
+    e4m3 = convert(np.array([500.0], np.float32), "f32", "fp8_e4m3", "none", saturate=True)
     assert float(e4m3[0]) == 448.0
-    assert np.isnan(convert(np.array([500.0], np.float32), as_dtype("fp8_e4m3"), saturate=False).astype(np.float32)).all()
+    assert np.isnan(convert(np.array([500.0], np.float32), "f32", "fp8_e4m3", "none", saturate=False).astype(np.float32)).all()
+
+
+@functools.cache
+def finite_grid(to: str) -> tuple[np.ndarray, np.ndarray]:
+    """(values, codes) of every finite non-negative value of a <= 16-bit float type, ascending (decoded by numpy)."""
+    t = as_dtype(to)
+    codes = np.arange(1 << (t.bits - 1), dtype=np.uint16 if t.bits == 16 else np.uint8)
+    with np.errstate(invalid="ignore"):  # the NaN codes of fp8 e4m3
+        values = codes.view(t.np).astype(np.float64)
+    keep = np.isfinite(values)
+    return values[keep], codes[keep]
+
+
+def npu_round(x: float, to: str, mode: str) -> float:
+    """Round x onto the grid of `to` by the isa.md §4.4 RoundMode definitions, in exact rational arithmetic."""
+    values, codes = finite_grid(to)
+    mag = Fraction(abs(x))
+    i = int(np.searchsorted(values, float(mag), side="right")) - 1
+    lo, hi = i, min(i + 1, len(values) - 1)
+    if Fraction(values[lo]) == mag:
+        pick = lo
+    else:
+        below, above = mag - Fraction(values[lo]), Fraction(values[hi]) - mag
+        away = {"floor": x < 0, "ceil": x > 0, "trunc": False}.get(mode)
+        if away is None:  # nearest; ties: even code (rint, none), away from zero (round), odd code (odd)
+            tie_hi = {"round": True, "odd": codes[hi] % 2 == 1}.get(mode, codes[hi] % 2 == 0)
+            away = above < below or (above == below and tie_hi)
+        pick = hi if away else lo
+    return float(np.copysign(values[pick], x))
 
 
 @settings(max_examples=60, deadline=None)
 @given(x=st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=30),
+       ties=st.lists(st.integers(0, 2**14), max_size=10),
        to=st.sampled_from(["f16", "bf16", "fp8_e4m3", "fp8_e5m2"]), mode=st.sampled_from(MODES))
-def test_float_to_float_is_round_to_nearest_even_whatever_the_mode(x, to, mode):
-    arr = np.array(x, dtype=np.float32)
-    t = as_dtype(to)
-    top = float(ml_dtypes.finfo(t.np).max)
-    expected = np.clip(arr, -top, top).astype(t.np)  # ml_dtypes / numpy casts round to nearest even
-    assert convert(arr, t, mode, saturate=True).tobytes() == expected.tobytes()
+def test_float_to_float_honours_the_round_mode(x, ties, to, mode):
+    # The NPU honours RoundMode for float targets (isa.md §4.4, §9 item 6; the CPU reference would round to
+    # nearest even whatever the mode). `ties` adds exact midpoints between neighbouring values of the target.
+    values, _ = finite_grid(to)
+    mids = [(values[k % (len(values) - 1)] + values[k % (len(values) - 1) + 1]) / 2 * (-1) ** k for k in ties]
+    arr = np.array(x + mids, dtype=np.float32)
+    top = float(ml_dtypes.finfo(as_dtype(to).np).max)
+    got = convert(arr, "f32", to, mode, saturate=True).astype(np.float64)
+    want = [npu_round(v, to, "rint" if mode == "none" else mode) for v in np.clip(arr, -top, top).astype(np.float64)]
+    assert got.tolist() == want
+    assert (np.signbit(got) == np.signbit(arr)).all()  # a zero result keeps the sign of its source
 
 
 @pytest.mark.parametrize("x,mode,want", [
@@ -283,7 +320,7 @@ def test_float_to_float_is_round_to_nearest_even_whatever_the_mode(x, to, mode):
     (7.5, "rint", 6.0), (-0.2, "rint", -0.0), (0.3, "ceil", 0.5),
 ])
 def test_fp4_e2m1_rounds_on_its_value_grid(x, mode, want):
-    got = convert(np.array([x], dtype=ml_dtypes.bfloat16), as_dtype("fp4_e2m1"), mode, saturate=True)
+    got = convert(np.array([x], dtype=ml_dtypes.bfloat16), "bf16", "fp4_e2m1", mode, saturate=True)
     assert float(got[0]) == want and np.signbit(float(got[0])) == np.signbit(want)
 
 
@@ -306,7 +343,7 @@ def test_hif8_and_fp4_e1m2_are_estimate_only(src, dst):
     v = verify(plan)
     assert v.ok is None and "isa.md §2" in v.note
     with pytest.raises(NotModelledError):
-        convert(np.zeros(2, np.float32), as_dtype("hif8"))
+        convert(np.zeros(2, np.float32), "f32", "hif8")
 
 
 # high-precision reciprocal ------------------------------------------------------------------------------------
@@ -391,3 +428,21 @@ def test_a5_plans_never_touch_bytes_outside_their_buffers():
     v = verify(plan, seed=9)
     assert v.ok, v.mismatches
     assert isinstance(plan.body[0], VfProgram)
+
+
+def test_fp4_outputs_are_checked_nibble_by_nibble_under_the_check_spec():
+    # An odd valid width puts the first padding element in the high nibble of the last valid byte: a store that
+    # writes every lane changes padding (reported outside the valid region), a wrong round mode changes values.
+    plan = lower.lower(make_request("TCVT", "2x128", "bf16", arch="a5", dst_dtype="fp4_e2m1", valid="2x101",
+                                    round_mode="rint"))
+    ok = verify(plan, seed=3)
+    assert ok.ok and ok.note.startswith("2x101 elements match the golden (eps 0)")
+    all_lanes = _mutate(plan, lambda b: _deep(b, lambda i: [replace(i, pred="p0_full")] if isinstance(i, Vsts) else [i]))
+    v = verify(all_lanes, seed=3)
+    assert v.ok is False and {m[0] for m in v.mismatches} == {"dst outside valid"}
+    assert min(m[1][1] for m in v.mismatches) == 101
+    trunc = _mutate(plan, lambda b: _deep(b, lambda i: [replace(i, attrs=tuple((k, "trunc" if k == "round" else a)
+                                                                                for k, a in i.attrs))]
+                                         if isinstance(i, VOp) else [i]))
+    v = verify(trunc, seed=3)
+    assert v.ok is False and {m[0] for m in v.mismatches} == {"dst"}

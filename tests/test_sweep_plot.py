@@ -99,3 +99,41 @@ def test_sweep_command_with_spec_formats(tmp_path):
     pd.testing.assert_frame_equal(outs[0], outs[1])
     r = run("sweep", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "x.csv"))
     assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_sweep_passes_the_reduce_convert_move_parameters():
+    # `params` of a spec reach the request: TCOLSUM's isBinary flag picks the tree, TMOV's dst layout the moves
+    linear, tree = (sweep(expand({"ops": ["TCOLSUM"], "dtypes": "f32", "rows": "16", "cols": "64",
+                                  "params": params}))
+                    for params in ({}, {"binary": True}))
+    assert linear["strategy"].tolist() == ["ColLinear"] and tree["strategy"].tolist() == ["ColBinary"]
+    assert tree["cycles"].iloc[0] == pytest.approx(estimate("TCOLSUM", "16x64", "f32", binary=True, verify=False).cycles)
+    nd, nz = (sweep(expand({"ops": ["TMOV"], "dtypes": "f32", "rows": "16", "cols": "64", "params": {"dst_layout": lay}}))
+              for lay in ("nd", "nz"))
+    assert nz["cycles"].iloc[0] == pytest.approx(estimate("TMOV", "16x64", "f32", dst_layout="nz", verify=False).cycles)
+    assert nz["cycles"].iloc[0] != nd["cycles"].iloc[0]
+
+
+def test_sweep_passes_the_a5_parameters():
+    # vf_impl_kind, precision and src_valid columns reach make_request: dropping one from PARAM_COLUMNS would
+    # evaluate these rows as the plain request (same strategy and cycles, no note)
+    frame = pd.DataFrame({"op": ["TRECIP", "TRECIP", "TMINS", "TMINS", "TMINS"], "dtype": "f32", "arch": "a5",
+                          "rows": 16, "cols": 128, "valid_cols": [128, 128, 128, 128, 100],
+                          "precision": ["default", "high_precision", "", "", ""],
+                          "vf_impl_kind": ["", "", "", "VFIMPL_1D_POST_UPDATE", ""],
+                          "src_valid": ["", "", "", "", "16x99"]})
+    out = sweep(frame)
+    hp = estimate("TRECIP", "16x128", "f32", arch="a5", precision="high_precision", verify=False)
+    assert out["cycles"].iloc[1] == pytest.approx(hp.cycles) != out["cycles"].iloc[0]
+    forced = estimate("TMINS", "16x128", "f32", arch="a5", vf_impl_kind="VFIMPL_1D_POST_UPDATE", verify=False)
+    assert out["strategy"].iloc[3] == forced.strategy != out["strategy"].iloc[2]
+    assert out["cycles"].iloc[3] == pytest.approx(forced.cycles)
+    assert np.isnan(out["cycles"].iloc[4]) and "valid cols equal" in out["note"].iloc[4]
+
+
+def test_every_cli_request_option_is_a_sweep_column():
+    from cli.options import REQUEST_OPTIONS
+    from costmodel.sweep import PARAM_COLUMNS, REQUEST_COLUMNS
+
+    missing = set(REQUEST_OPTIONS) - {"shape", "valid"} - set(REQUEST_COLUMNS) - set(PARAM_COLUMNS)
+    assert not missing, f"request options a sweep row cannot set: {sorted(missing)}"

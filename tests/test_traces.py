@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 from hypothesis import given, strategies as st
 
-from costmodel.errors import TraceError
+from costmodel.errors import ParamError, TraceError
+from costmodel.operands import make_request
 from fit.predict import predict_frame
 from fit.traces import check_trace, parse_extra, read_trace, request_kwargs
 
@@ -86,3 +87,13 @@ def test_measured_files_map_to_requests(measured_dir):
 def test_parse_extra_roundtrip(d):
     text = ";".join(f"{k}={v}" for k, v in d.items())
     assert parse_extra(text) == {k: v.strip() for k, v in d.items()}
+
+
+def test_trace_round_modes_are_named_by_the_conversion_table():
+    # CAST_* (isa.md §4.4 RoundMode) from a trace names the same mode as the CLI's `rint` / the letter `r`
+    row = {"arch": "a5", "op": "TCVT", "dtype": "fp32", "dst_dtype": "fp16", "rows": 1, "cols": 64, "valid_rows": 1,
+           "valid_cols": 64, "extra": "", "op_params": "", "round_mode": "CAST_RINT", "saturation_mode": ""}
+    for mode in ("CAST_RINT", "rint", "r"):
+        assert make_request(**request_kwargs(dict(row, round_mode=mode))).param("round_mode") == "rint"
+    with pytest.raises(ParamError, match="unknown round mode"):
+        make_request(**request_kwargs(dict(row, round_mode="CAST_SIDEWAYS")))

@@ -17,6 +17,7 @@ import numpy as np
 from .._data import read_rows
 from ..arch import constants
 from ..dtypes import DType, dtype as as_dtype
+from ..golden.convert import convert
 from ..golden.kernels import apply
 from ..isa_a2a3 import Addr, CopyUB, PipeBarrier, ScalarLoop, SetMaskMode, SetVectorMask, VecOp
 from ..plan import Plan
@@ -39,6 +40,13 @@ class VectorState:
         self.mode = "norm"
         self.hi = (1 << 64) - 1
         self.lo = (1 << 64) - 1
+        self.saturate = True  # CTRL bit 59 clear: conversions clamp (isa.md §7.1)
+
+
+# The two dispatch tables, filled below and by a2a3_move / a2a3_reduce: instruction type -> fn(ub, bases, instr,
+# state), and, for a VecOp, its intrinsic's kind (data/a2a3_intrinsics.csv) -> fn(ub, bases, op, state, kernel).
+HANDLERS: dict = {}
+KIND_HANDLERS: dict = {}
 
 
 def _active(state: VectorState, lanes: int, repeat: int) -> np.ndarray:
@@ -66,7 +74,10 @@ def _scalar(value, dt: DType) -> np.ndarray:
     return np.asarray(value).astype(dt.np)
 
 
-def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kind: str, kernel: str) -> None:
+def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str, *,
+                 kind: str) -> None:
+    """One lane-wise call (kinds unary, binary, scalar, dup, convert): each active lane of dst from the same lane
+    of the sources."""
     dt = as_dtype(op.dtype)
     out_dt = as_dtype(op.dst_dtype) if op.dst_dtype else dt
     lanes = _A.repeat_bytes * 8 // max(dt.bits, out_dt.bits)
@@ -79,9 +90,9 @@ def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: Vec
         value = _ub_scalar(ub, bases, op.scalar, out_dt) if isinstance(op.scalar, Addr) else _scalar(op.scalar, out_dt)
         result = np.broadcast_to(value, dst_addr.shape)
     elif kind == "convert":
-        from ..golden.convert import convert
-
-        result = convert(srcs[0], out_dt, op.mode or "rint")
+        # The plan's mode (TCVT names it), else the intrinsic's suffix letter r/a/f/c/z/o (isa.md §7.1) that the
+        # intrinsic table carries as its kernel (vconv_f322s32z -> trunc).
+        result = convert(srcs[0], dt, out_dt, op.mode or kernel, state.saturate)
     elif kind == "scalar":
         result = apply(kernel, srcs[0], np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape))
     else:
@@ -125,7 +136,7 @@ def _compare(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorS
         ub.bytes[addr] = (ub.bytes[addr] & np.uint8(0xFF ^ (1 << pos))) | (bits[sel] << pos)
 
 
-def _select(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState) -> None:
+def _select(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
     """vsel(dst, src0, src1, mask): src0 where the lane's mask bit (same packing as vcmpv) is 1, else src1 (inferred)."""
     dt = as_dtype(op.dtype)
     lanes = _A.repeat_bytes * 8 // dt.bits
@@ -139,7 +150,7 @@ def _select(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorSt
     ub.write(dst, np.where(bit.astype(bool), a, b), dt)
 
 
-def _broadcast_blocks(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp) -> None:
+def _broadcast_blocks(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
     """vbrcb: repeat r reads 8 consecutive elements and fills dst block b of that repeat with element b.
 
     Block and repeat strides of dst are in 32-byte blocks; the mask does not apply (inferred).
@@ -175,7 +186,7 @@ def _block_reduce(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: Ve
     ub.write(dst[any_active], res[any_active], dt)
 
 
-def _copy(ub: UnifiedBuffer, bases: dict[str, int], op: CopyUB) -> None:
+def _copy(ub: UnifiedBuffer, bases: dict[str, int], op: CopyUB, state: VectorState) -> None:
     n = op.len_burst * BLOCK
     for i in range(op.n_burst):
         s = bases[op.src.buf] + op.src.offset + i * (op.len_burst + op.src_gap) * BLOCK
@@ -183,7 +194,7 @@ def _copy(ub: UnifiedBuffer, bases: dict[str, int], op: CopyUB) -> None:
         ub.bytes[d:d + n] = ub.bytes[s:s + n].copy()
 
 
-def _scalar_loop(ub: UnifiedBuffer, bases: dict[str, int], op: ScalarLoop) -> None:
+def _scalar_loop(ub: UnifiedBuffer, bases: dict[str, int], op: ScalarLoop, state: VectorState) -> None:
     dt = as_dtype(op.dtype)
     size = dt.bits // 8
     r = np.arange(op.rows)[:, None]
@@ -194,53 +205,75 @@ def _scalar_loop(ub: UnifiedBuffer, bases: dict[str, int], op: ScalarLoop) -> No
 
     dst = addr(op.dst, op.row_stride_bytes[0])
     srcs = [ub.read(addr(s, st), dt) for s, st in zip(op.srcs, op.row_stride_bytes[1:])]
-    s = np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape)
-    operands = (s, srcs[0]) if op.reverse else (srcs[0], s)
+    if op.scalar is None:
+        operands = tuple(srcs)
+    else:
+        s = np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape)
+        operands = (s, srcs[0]) if op.reverse else (srcs[0], s)
     ub.write(dst, apply(op.kernel, *operands), dt)
+
+
+def _vec_op(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState) -> None:
+    """Run one vector call through the handler of its intrinsic's kind."""
+    table = intrinsic_table()
+    kind, kernel = table[op.intrinsic] if op.intrinsic in table else _family_of(op.intrinsic)
+    handler = KIND_HANDLERS.get(kind)
+    if handler is None:
+        raise TypeError(f"the A2/A3 emulator has no executor for {op.intrinsic} (kind {kind!r})")
+    handler(ub, bases, op, state, kernel)
+
+
+def _set_mask_mode(ub: UnifiedBuffer, bases: dict[str, int], op: SetMaskMode, state: VectorState) -> None:
+    state.mode = op.mode
+
+
+def _set_vector_mask(ub: UnifiedBuffer, bases: dict[str, int], op: SetVectorMask, state: VectorState) -> None:
+    state.hi, state.lo = op.hi, op.lo
+
+
+def _barrier(ub: UnifiedBuffer, bases: dict[str, int], op: PipeBarrier, state: VectorState) -> None:
+    """Instructions execute in order here, so a pipe barrier has nothing to wait for."""
+
+
+KIND_HANDLERS.update({kind: functools.partial(_elementwise, kind=kind)
+                      for kind in ("unary", "binary", "scalar", "dup", "convert")})
+KIND_HANDLERS.update({"block_reduce": _block_reduce, "compare": _compare, "select": _select,
+                      "brcb": _broadcast_blocks})
+HANDLERS.update({
+    VecOp: _vec_op,
+    SetMaskMode: _set_mask_mode,
+    SetVectorMask: _set_vector_mask,
+    CopyUB: _copy,
+    ScalarLoop: _scalar_loop,
+    PipeBarrier: _barrier,
+})
 
 
 def execute(plan: Plan, ub: UnifiedBuffer) -> None:
     """Run every instruction of the plan on `ub` in order."""
     bases = {b.name: b.offset for b in plan.buffers}
     state = VectorState()
-    table = intrinsic_table()
     for instr in plan.body:
-        if isinstance(instr, VecOp):
-            kind, kernel = table[instr.intrinsic] if instr.intrinsic in table else _family_of(instr.intrinsic)
-            if kind == "block_reduce":
-                _block_reduce(ub, bases, instr, state, kernel)
-            elif kind == "compare":
-                _compare(ub, bases, instr, state, kernel)
-            elif kind == "select":
-                _select(ub, bases, instr, state)
-            elif kind == "brcb":
-                _broadcast_blocks(ub, bases, instr)
-            else:
-                _elementwise(ub, bases, instr, state, kind, kernel)
-        elif isinstance(instr, SetMaskMode):
-            state.mode = instr.mode
-        elif isinstance(instr, SetVectorMask):
-            state.hi, state.lo = instr.hi, instr.lo
-        elif isinstance(instr, CopyUB):
-            _copy(ub, bases, instr)
-        elif isinstance(instr, ScalarLoop):
-            _scalar_loop(ub, bases, instr)
-        elif isinstance(instr, PipeBarrier):
-            pass
-        else:
+        handler = HANDLERS.get(type(instr))
+        if handler is None:
             raise TypeError(f"the A2/A3 emulator cannot execute {type(instr).__name__}")
+        handler(ub, bases, instr, state)
 
 
 def _family_of(intrinsic: str) -> tuple[str, str]:
     if intrinsic.startswith("vconv"):
-        return "convert", "convert"
+        return "convert", "rint"
     raise KeyError(f"intrinsic {intrinsic} is not in data/a2a3_intrinsics.csv")
 
 
 def run(plan: Plan, inputs: dict[str, np.ndarray], seed: int = 0) -> tuple[UnifiedBuffer, UnifiedBuffer]:
-    """Return (initial, final) UB images after running the plan with the given input tiles."""
-    ub = initial_image(plan, inputs, _A.ub_bytes, seed)
+    """Return (initial, final) memory images (UB, then any GM buffers) after running the plan on the inputs."""
+    size = max([_A.ub_bytes] + [b.offset + b.nbytes for b in plan.buffers])
+    ub = initial_image(plan, inputs, size, seed)
     before = UnifiedBuffer.__new__(UnifiedBuffer)
     before.bytes = ub.bytes.copy()
     execute(plan, ub)
     return before, ub
+
+
+from . import a2a3_move, a2a3_reduce  # noqa: E402,F401  (register their executors)

@@ -123,7 +123,7 @@ def _convert(st: VfState, ins: VOp, active) -> None:
     lanes = _view(st.vreg(ins.srcs[0]), as_dtype(f"u{lane}"))
     codes = (lanes & ((1 << src.bits) - 1) if src.bits < lane else lanes).astype(_UINT[max(src.bits, 8)])
     vals = codes.view(src.np)
-    res = convert(vals, to, ins.attr("round", "none"), ins.attr("sat", "on") == "on")
+    res = convert(vals, src, to, ins.attr("round", "none"), ins.attr("sat", "on") == "on")
     bits_out = np.ascontiguousarray(res).view(_UINT[max(to.bits, 8)]).astype(_UINT[lane])
     if to.bits == 4:
         bits_out &= 0xF
@@ -273,23 +273,3 @@ def run(plan: Plan, inputs: dict[str, np.ndarray], seed: int = 0) -> tuple[Unifi
     before.bytes = ub.bytes.copy()
     run_on(plan, ub)
     return before, ub
-
-
-def _register_convert_golden_args() -> None:
-    """TCVT goldens take the destination type from the dst tile (A5 plans; other arches keep their own rule)."""
-    from ..golden import golden
-    from .verify import _GOLDEN_ARGS
-
-    previous = _GOLDEN_ARGS.get("convert")
-
-    def args(plan: Plan, inputs: dict) -> np.ndarray:
-        if plan.arch != "a5" and previous is not None:
-            return previous(plan, inputs)
-        req = plan.request
-        params = dict(req.params, dst_dtype=req.dst.dtype.name)
-        return golden(req.op, inputs["src"], valid=req.dst.valid, **params)
-
-    _GOLDEN_ARGS["convert"] = args
-
-
-_register_convert_golden_args()

@@ -12,7 +12,17 @@ def _int_range(dt: DType, lo: int, hi: int) -> tuple[int, int]:
 
 
 def sample(dt: DType, shape: tuple[int, ...], domain: str, rng: np.random.Generator, role: str = "value") -> np.ndarray:
-    """Return an array of `dt` for an operand playing `role` ('value', 'divisor', 'shift', 'exponent')."""
+    """Return an array of `dt` for an operand playing `role`.
+
+    Roles: 'value', 'divisor' (never 0), 'shift', 'exponent', and 'integral' / 'integral_divisor': integers in
+    [-100, 100) even for float types, 0 replaced by 1 for a divisor (the upstream tfmods data, isa.md §8).
+    """
+    if role.startswith("integral"):
+        lo, hi = _int_range(dt, -100, 100) if dt.is_integer else (-100, 100)
+        x = rng.integers(lo, hi, size=shape, dtype=np.int64)
+        if role == "integral_divisor":
+            x = np.where(x == 0, 1, x)
+        return x.astype(dt.np)
     if dt.is_integer:
         bits = dt.bits
         if role == "shift":

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import DType
+from ..layouts import BOXED, element_offsets
 from ..plan import Plan
 from ..tiles import Tile
 
@@ -29,6 +30,9 @@ class UnifiedBuffer:
 
     def load_tile(self, offset: int, tile: Tile, data: np.ndarray) -> None:
         """Place a whole tile (static shape, including padding) at `offset` in its layout."""
+        if tile.layout in BOXED:
+            self.write(offset + _boxed_offsets(tile) * (tile.dtype.bits // 8), np.asarray(data), tile.dtype)
+            return
         order = "C" if tile.layout == "row_major" else "F"
         raw = np.asarray(data, dtype=tile.dtype.np).reshape(-1, order=order).view(np.uint8)
         if tile.dtype.bits == 4:
@@ -37,6 +41,8 @@ class UnifiedBuffer:
 
     def tile(self, offset: int, tile: Tile) -> np.ndarray:
         """Return a copy of a whole tile (static shape) read from `offset`."""
+        if tile.layout in BOXED:
+            return self.read(offset + _boxed_offsets(tile) * (tile.dtype.bits // 8), tile.dtype).copy()
         order = "C" if tile.layout == "row_major" else "F"
         raw = self.bytes[offset:offset + tile.nbytes].copy()
         if tile.dtype.bits == 4:
@@ -56,6 +62,11 @@ def unpack_nibbles(raw: np.ndarray) -> np.ndarray:
     """Inverse of `pack_nibbles`: one uint8 code per element (low nibble first)."""
     raw = np.asarray(raw, dtype=np.uint8)
     return np.stack([raw & 0xF, raw >> 4], axis=-1).reshape(-1)
+
+
+def _boxed_offsets(tile: Tile) -> np.ndarray:
+    """Element offsets of a boxed tile (whole-byte types only: layouts.alignment_problem rejects 4-bit boxes)."""
+    return element_offsets(tile.layout, tile.rows, tile.cols, tile.dtype.bits // 8)
 
 
 def element_addr(base: int, r: np.ndarray, c: np.ndarray, tile: Tile) -> np.ndarray:

@@ -78,4 +78,4 @@ def golden(op: str, *operands: np.ndarray, valid: Any = None, out: np.ndarray | 
 
 
 from . import families as _families  # noqa: E402,F401  (registers the remaining families)
-from . import convert as _convert, select as _select  # noqa: E402,F401  (TCVT and TSEL goldens)
+from . import convert as _convert, datamove as _datamove, reduce as _reduce, select as _select  # noqa: E402,F401

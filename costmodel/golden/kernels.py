@@ -106,6 +106,28 @@ def c_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _via_double(np.power, a, b)
 
 
+def int_pow(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Return a**e in the integer type T by repeated squaring (products wrap like C integer multiplication).
+
+    A negative exponent gives the truncated 1 / a**|e|: ±1 for a = ±1, else 0.
+    """
+    a = np.asarray(a)
+    e = np.asarray(e).astype(np.int64)
+    with np.errstate(all="ignore"):
+        result = np.ones_like(a)
+        base = a.copy()
+        k = np.abs(e)
+        odd_exponent = k % 2 == 1
+        while np.any(k):
+            result = np.where(k % 2 == 1, result * base, result).astype(a.dtype)
+            base = (base * base).astype(a.dtype)
+            k = k >> 1
+        recip = np.where(a == 1, 1, 0)  # 1 / a**|e| truncates to 0 unless |a| == 1
+        if np.issubdtype(a.dtype, np.signedinteger):
+            recip = np.where(a == -1, np.where(odd_exponent, -1, 1), recip)
+    return np.where(e < 0, recip, result).astype(a.dtype)
+
+
 def shift_left(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.left_shift(a, b.astype(a.dtype)).astype(a.dtype)
 
@@ -138,6 +160,7 @@ KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "rem": floor_rem,
     "fmod": c_fmod,
     "pow": c_pow,
+    "ipow": int_pow,
     "and": _arith(np.bitwise_and),
     "or": _arith(np.bitwise_or),
     "xor": _arith(np.bitwise_xor),

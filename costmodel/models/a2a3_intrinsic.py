@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 
-from ..isa_a2a3 import FULL_MASK, CopyUB, PipeBarrier, ScalarLoop, SetMaskMode, SetVectorMask, VecOp
+from ..isa_a2a3 import (FULL_MASK, CopyGmToUb, CopyUB, CopyUbToGm, PipeBarrier, ScalarLoop, ScalarMove, SetMaskMode,
+                        SetSaturation, SetVectorMask, VecOp)
 from ..dtypes import dtype as as_dtype
 from ..plan import Plan
 from .params import ParamTable, shipped
 
 BINARY_ALU = {"vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vand", "vor"}
-TERMS = ("startup", "repeats", "count_floor", "mask_mode", "barrier", "copy", "scalar")
+TERMS = ("startup", "repeats", "count_floor", "mask_mode", "barrier", "copy", "transfer", "scalar")
 
 
 def cost_class(intrinsic: str) -> str:
@@ -79,6 +80,14 @@ class IntrinsicModel:
                 terms["copy"] += self._c("copy_head") + self._c("copy_per_block") * ins.n_burst * ins.len_burst
             elif isinstance(ins, ScalarLoop):
                 terms["scalar"] += self._c("scalar_per_element") * ins.rows * ins.count
+            elif isinstance(ins, (CopyGmToUb, CopyUbToGm)):
+                moved = ins.n_burst * ins.len_burst
+                terms["transfer"] += (self._p(ins.intrinsic, "per_call", plan.op, ins.dtype)
+                                      + self._p(ins.intrinsic, "per_byte", plan.op, ins.dtype) * moved)
+            elif isinstance(ins, ScalarMove):
+                terms["scalar"] += self._c("scalar_per_element") * ins.rows * ins.cols
+            elif isinstance(ins, SetSaturation):
+                terms["mask_mode"] += self._c("set_ctrl")
         terms["startup"] += pending_tail
         total = sum(terms.values())
         return total, tuple((k, v) for k, v in terms.items() if v)

@@ -1,32 +1,30 @@
-"""A2/A3 lowering of elementwise families (tile-scalar, tile-tile, unary): mode choice per costmodel.md §6."""
+"""A2/A3 lowering of elementwise families (tile-scalar, tile-tile, unary): mode choice per costmodel.md §6.
+
+A request's base row (data/a2a3_lowering.csv) gives the emission modes it can be issued in, or the scalar loop;
+named alternative rows add strategies of their own (e.g. integer TDIVS `ViaFloat`). Every step of a sequence is
+issued over the valid region in the chosen mode, with a PIPE_V barrier between steps.
+"""
 from __future__ import annotations
 
 import math
 
 from ...arch import constants
-from ...dtypes import dtype as as_dtype
-from ...errors import StrategyError
+from ...errors import PtoCostError
 from ...plan import Plan
 from ...request import Request
 from ...tiles import Tile
-from ..alloc import allocate
-from . import modes
-from .modes import Stream
-from .steps import build
-from .table import LoweringRow, lowering_row
+from . import sequence
+from .sequence import scratch_dtype
+from .table import LoweringRow, alternatives, lowering_row
 
 _A = constants("a2a3")
 SMALL_RPT = _A.small_repeat_threshold
 
 
 def epr_of(req: Request, row: LoweringRow) -> int:
-    """Elements per repeat of the op's first step (256 B over the widest type it touches)."""
-    widest = max([t.dtype.bits for _, t in req.tiles] + [_scratch_dtype(req, d).bits for _, d in row.scratch])
+    """Return the elements per repeat the mode rules use: 256 B over the widest type of the tiles and scratch."""
+    widest = max([t.dtype.bits for _, t in req.tiles] + [scratch_dtype(req, d).bits for _, d in row.scratch])
     return _A.repeat_bytes * 8 // widest
-
-
-def _scratch_dtype(req: Request, spec: str):
-    return req.dst.dtype if spec == "dst" else as_dtype(spec)
 
 
 def _static_contiguous(t: Tile) -> bool:
@@ -52,6 +50,8 @@ def default_mode(rule: str, req: Request, epr: int) -> str:
     d = req.dst
     vr, vc = d.valid_rows, d.valid_cols
     same_shape = len({t.shape for t in tiles}) == 1
+    if rule == "rows_count":
+        return "2LCount"
     if rule == "binary":
         if d.rows <= _A.max_repeat and d.cols < epr:
             return "1LNormSmall"
@@ -86,35 +86,36 @@ def legal_modes(rule: str, req: Request, epr: int) -> dict[str, str | None]:
     return out
 
 
+SCALAR_LOOP = "ScalarLoop"
+
+
 def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
     """Return (default strategy, {strategy: None or reason it is illegal})."""
     row = lowering_row(req)
+    sequence.check(req, row)
     if row.rule == "scalar_loop":
-        return "ScalarLoop", {"ScalarLoop": None}
-    epr = epr_of(req, row)
-    return default_mode(row.rule, req, epr), legal_modes(row.rule, req, epr)
+        default, table = SCALAR_LOOP, {SCALAR_LOOP: None}
+    else:
+        epr = epr_of(req, row)
+        default, table = default_mode(row.rule, req, epr), legal_modes(row.rule, req, epr)
+    for name, alt in alternatives(req).items():
+        try:
+            sequence.check(req, alt)
+            table[name] = None
+        except PtoCostError as exc:  # e.g. its scratch does not fit the UB beside the tiles
+            table[name] = str(exc)
+    return default, table
 
 
 def lower(req: Request, strategy: str) -> Plan:
     """Return the plan of an elementwise request in the given (legal) strategy."""
-    row = lowering_row(req)
-    d = req.dst
-    scratch = [(name, Tile(d.rows, d.cols, _scratch_dtype(req, spec), d.valid_rows, d.valid_cols)) for name, spec in row.scratch]
-    buffers = allocate("a2a3", list(req.tiles), scratch)
-    streams = {b.name: Stream(b.name, b.tile.dtype, b.tile.cols * b.tile.dtype.bits // 8) for b in buffers}
-    steps = build(row.steps, streams, req.param("scalar"))
-    body = modes.emit_steps(strategy, steps, d.valid_rows, d.valid_cols)
+    named = alternatives(req)
+    row = named[strategy] if strategy in named else lowering_row(req)
+    mode = default_mode(row.rule, req, epr_of(req, row)) if strategy in named else strategy
+    buffers, body, fallback = sequence.issue(req, row, mode)
     notes = []
-    if strategy == "2LNormRowRpt" and steps and not modes.row_repeat_fits(steps[0], d.valid_rows):
+    if strategy in named:
+        notes.append(f"{strategy}: the sequence of data/a2a3_lowering.csv ({row.source}) issued in mode {mode}")
+    if fallback:
         notes.append("row-repeat fallback: more than 255 rows or a row stride above 255 blocks")
     return Plan("a2a3", req.op, strategy, req, buffers, tuple(body), tuple(notes))
-
-
-def check_strategy(req: Request, strategy: str) -> None:
-    """Raise StrategyError if `strategy` is unknown or illegal for the request."""
-    _, legal = strategies(req)
-    if strategy not in legal:
-        raise StrategyError(f"unknown strategy {strategy!r} for {req.op} on a2a3; strategies: {', '.join(legal)}")
-    if legal[strategy]:
-        ok = ", ".join(k for k, v in legal.items() if v is None)
-        raise StrategyError(f"strategy {strategy} is illegal for this {req.op} request: {legal[strategy]}; legal: {ok}")

@@ -1,0 +1,74 @@
+"""TCVT parameters and numerics are one rule on both arches (isa.md §4.4): the same request parameters, the same
+golden, and both emulators agree with it on the pairs the arches share."""
+import numpy as np
+import pytest
+
+from costmodel import lower
+from costmodel.catalog import instruction
+from costmodel.conversions import conversion, modelled
+from costmodel.emulate import a2a3, a5
+from costmodel.golden import golden
+from costmodel.operands import make_request
+
+TCVT = instruction("TCVT")
+SHARED_PAIRS = [p for p in TCVT.dtypes_on("a2a3") if p in TCVT.dtypes_on("a5") and modelled(*p.split(">"))]
+
+
+@pytest.mark.parametrize("pair", SHARED_PAIRS)
+def test_both_arches_build_the_same_tcvt_parameters(pair):
+    src, dst = pair.split(">")
+    modes = [None, "none", *conversion(src, dst).modes]
+    for mode in modes:
+        for sat in (None, "on", "off", "SAT_OFF"):
+            a, b = (make_request("TCVT", "2x64", src, arch=arch, dst_dtype=dst, round_mode=mode, saturation=sat)
+                    for arch in ("a2a3", "a5"))
+            assert a.params == b.params, (pair, mode, sat)
+
+
+@pytest.mark.parametrize("pair, mode, sat", [("f32>f32", "rint", "on"), ("f32>i32", "trunc", "on"),
+                                             ("i32>f32", "rint", "on"), ("f16>i8", "trunc", "off"),
+                                             ("bf16>fp4_e2m1", "rint", "on"), ("f32>fp8_e4m3", "rint", "on")])
+def test_none_stands_for_the_npu_default(pair, mode, sat):
+    # isa.md §4.4: CAST_NONE is `r` for float targets and `z` for float -> integer; the default saturation per pair
+    src, dst = pair.split(">")
+    req = make_request("TCVT", "1x128", src, arch="a5", dst_dtype=dst)
+    assert (req.param("round_mode"), req.param("saturation")) == (mode, sat)
+
+
+def test_f32_to_f32_rounds_to_an_integral_value_on_both_arches():
+    x = np.zeros((1, 64), np.float32)
+    x[0, :5] = [2.5, -0.5, 7.25, 3.5, -2.75]
+    want = {None: [2.0, -0.0, 7.0, 4.0, -3.0], "floor": [2.0, -1.0, 7.0, 3.0, -3.0], "odd": [3.0, -1.0, 7.0, 3.0, -3.0]}
+    for mode, expected in want.items():
+        assert golden("TCVT", x, dst_dtype="f32", round_mode=mode)[0, :5].tolist() == expected
+        for arch, emu in (("a2a3", a2a3), ("a5", a5)):
+            plan = lower.lower(make_request("TCVT", "1x64", "f32", arch=arch, dst_dtype="f32", round_mode=mode))
+            _, after = emu.run(plan, {"src": x, "dst": np.zeros_like(x)})
+            d = plan.buffer("dst")
+            got = after.tile(d.offset, d.tile)[0, :5]
+            assert got.tolist() == expected and np.signbit(got[1]), (arch, mode)
+
+
+def test_float_targets_take_the_mode_on_both_arches():
+    # 1 + 2**-11 is an exact f16 tie, 1 + 2**-11 + 2**-13 lies above it: floor/ceil/round/rint differ (isa.md §9.6)
+    x = np.zeros((1, 64), np.float32)
+    x[0, :2] = [1 + 2**-11, 1 + 2**-11 + 2**-13]
+    want = {"floor": [1.0, 1.0], "ceil": [1 + 2**-10] * 2, "rint": [1.0, 1 + 2**-10], "round": [1 + 2**-10] * 2}
+    for mode, expected in want.items():
+        for arch, emu in (("a2a3", a2a3), ("a5", a5)):
+            plan = lower.lower(make_request("TCVT", "1x64", "f32", arch=arch, dst_dtype="f16", round_mode=mode))
+            _, after = emu.run(plan, {"src": x, "dst": np.zeros((1, 64), np.float16)})
+            d = plan.buffer("dst")
+            assert after.tile(d.offset, d.tile)[0, :2].astype(np.float64).tolist() == expected, (arch, mode)
+
+
+def test_integer_sources_round_to_float_targets_with_the_mode():
+    # 2**24 + 1 lies between two f32 values; A5 takes any mode (inferred), A2/A3 i32>f32 rounds to nearest only
+    x = np.zeros((1, 64), np.int32)
+    x[0, :2] = [2**24 + 1, -(2**24 + 1)]
+    got = {m: golden("TCVT", x, dst_dtype="f32", round_mode=m)[0, :2].tolist() for m in ("rint", "floor", "ceil", "trunc")}
+    assert got == {"rint": [2**24, -2**24], "floor": [2**24, -2**24 - 2], "ceil": [2**24 + 2, -2**24],
+                   "trunc": [2**24, -2**24]}
+    plan = lower.lower(make_request("TCVT", "1x64", "i32", arch="a5", dst_dtype="f32", round_mode="ceil"))
+    _, after = a5.run(plan, {"src": x, "dst": np.zeros((1, 64), np.float32)})
+    assert after.tile(plan.buffer("dst").offset, plan.buffer("dst").tile)[0, :2].tolist() == got["ceil"]
