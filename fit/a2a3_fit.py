@@ -23,7 +23,8 @@ from costmodel.models.params import ParamRow, ParamTable, read_table
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
 
-CANDIDATES = [(shrink, by_dtype) for shrink in (0.003, 0.01, 0.03, 0.1, 0.3) for by_dtype in (False, True)]
+# dtype effects: "none", "shared" (one per-dtype adjustment common to every class), "class" (per class and dtype)
+CANDIDATES = [(shrink, dtypes) for shrink in (0.003, 0.01, 0.03, 0.1, 0.3) for dtypes in ("none", "shared", "class")]
 
 
 def priors() -> ParamTable:
@@ -60,17 +61,23 @@ class Column:
     scale: float
 
 
-def column_of(key: str, by_dtype: bool) -> tuple[str, float]:
-    """Map a plan feature to (parameter column, weight): head/tail fold into one `start` column per class."""
+def columns_of(key: str, dtypes: str) -> list[str]:
+    """Map a plan feature to its parameter columns: head/tail fold into one `start` column per class, and a
+    dtype effect adds a class-and-dtype column or a shared per-dtype column."""
     kind, cls, dt = split_key(key)
     if not cls:
-        return kind, 1.0
+        return [kind]
     base = "start" if kind in ("head", "tail") else kind
-    name = f"{base}:{cls}:{dt}" if by_dtype else f"{base}:{cls}"
-    return name, 1.0
+    if kind.startswith("xfer"):
+        return [f"{base}:{cls}"]
+    if dtypes == "class":
+        return [f"{base}:{cls}:{dt}"]
+    if dtypes == "shared":
+        return [f"{base}:{cls}", f"{base}~{dt}"]
+    return [f"{base}:{cls}"]
 
 
-def design(features: list[dict[str, float]], table: ParamTable, by_dtype: bool) -> tuple[np.ndarray, list[Column]]:
+def design(features: list[dict[str, float]], table: ParamTable, dtypes: str) -> tuple[np.ndarray, list[Column]]:
     """Return the feature matrix over parameter columns and the column hierarchy."""
     fam = families()
     cols: dict[str, Column] = {}
@@ -78,6 +85,10 @@ def design(features: list[dict[str, float]], table: ParamTable, by_dtype: bool) 
 
     def ensure(name: str) -> None:
         if name in cols:
+            return
+        if "~" in name:  # shared dtype adjustment, pulled toward no effect
+            base = name.split("~")[0]
+            cols[name] = Column(name, None, 0.0, 1.0 if base == "rep" else 5.0)
             return
         parts = name.split(":")
         base = parts[0]
@@ -114,12 +125,13 @@ def design(features: list[dict[str, float]], table: ParamTable, by_dtype: bool) 
         row: dict[str, float] = {}
         for key, count in feats.items():
             kind, cls, _ = split_key(key)
-            name, w = column_of(key, by_dtype)
+            w = 1.0
             if kind in ("head", "tail"):
                 h, t = _start_split(table, cls)
                 w = h if kind == "head" else t
-            ensure(name)
-            row[name] = row.get(name, 0.0) + w * count
+            for name in columns_of(key, dtypes):
+                ensure(name)
+                row[name] = row.get(name, 0.0) + w * count
         values.append(row)
     names = [n for n in cols if any(n in r for r in values)]
     X = np.array([[r.get(n, 0.0) for n in names] for r in values])
@@ -131,7 +143,7 @@ def _fit(X, y, columns: list[Column], shrink: float):
     parent = {c.name: c.parent for c in columns}
     prior = {c.name: c.prior for c in columns if c.parent is None and c.prior is not None}
     scale = {c.name: c.scale for c in columns}
-    lower = {c.name: 0.0 for c in columns if c.parent is None}
+    lower = {c.name: 0.0 for c in columns if c.parent is None and "~" not in c.name}
     return fit_linear(X, y, names, parent=parent, prior=prior, scale=scale, lower=lower, shrink=shrink)
 
 
@@ -144,7 +156,7 @@ class A2A3Fit:
     cv_predictions: np.ndarray
     selection: pd.DataFrame
     shrink: float
-    by_dtype: bool
+    dtypes: str
 
 
 def lower_rows(trace: pd.DataFrame) -> tuple[list[dict[str, float]], list[int], list[str]]:
@@ -177,23 +189,23 @@ def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = ""
     folds = grouped_folds(groups, k=min(k, len(set(groups))), seed=seed)
     results = []
     best = None
-    for shrink, by_dtype in CANDIDATES:
-        X, columns = design(feats, table, by_dtype)
+    for shrink, dtypes in CANDIDATES:
+        X, columns = design(feats, table, dtypes)
         pred = np.full(len(y), np.nan)
         for f in np.unique(folds):
             tr, te = folds != f, folds == f
             fitted = _fit(X[tr], y[tr], columns, shrink)
             pred[te] = fitted.predict(X[te])
         s = summary(pred, y)
-        results.append({"shrink": shrink, "by_dtype": by_dtype, **s})
-        key = (round(s["mape"], 6), -shrink, by_dtype)
+        results.append({"shrink": shrink, "dtypes": dtypes, **s})
+        key = (round(s["mape"], 6), -shrink, ("none", "shared", "class").index(dtypes))
         if best is None or key < best[0]:
-            best = (key, shrink, by_dtype, pred)
-    _, shrink, by_dtype, cv_pred = best
-    X, columns = design(feats, table, by_dtype)
+            best = (key, shrink, dtypes, pred)
+    _, shrink, dtypes, cv_pred = best
+    X, columns = design(feats, table, dtypes)
     fitted = _fit(X, y, columns, shrink)
     rows, report = _to_rows(fitted, columns, X, y, cv_pred, table, source, len(y))
-    return A2A3Fit(tuple(rows), report, cv_pred, pd.DataFrame(results), shrink, by_dtype), notes
+    return A2A3Fit(tuple(rows), report, cv_pred, pd.DataFrame(results), shrink, dtypes), notes
 
 
 def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, source: str, n_rows: int):
@@ -259,6 +271,17 @@ def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, so
                         add("intrinsic", cls, dt, "per_repeat", dv, err.get(c.name), nobs[c.name], cv_of(c.name))
                     report.append({"parameter": c.name, "value": dv, "stderr": err.get(c.name), "n_obs": nobs[c.name],
                                    "cv_mape": cv_of(c.name)})
+    for c in columns:
+        if "~" in c.name and c.name in val:
+            base, dt = c.name.split("~")
+            term = "per_repeat" if base == "rep" else None
+            if term:
+                add("dtype_delta", "*", dt, "per_repeat", val[c.name], err.get(c.name), nobs.get(c.name, 0), cv_of(c.name))
+            else:
+                for part, w in (("head", 0.5), ("tail", 0.5)):
+                    add("dtype_delta", "*", dt, part, val[c.name] * w, None, nobs.get(c.name, 0), cv_of(c.name))
+            report.append({"parameter": c.name, "value": val[c.name], "stderr": err.get(c.name),
+                           "n_obs": nobs.get(c.name, 0), "cv_mape": cv_of(c.name)})
     for kind, (_, scope, term) in KINDS.items():
         if scope != "control":
             continue

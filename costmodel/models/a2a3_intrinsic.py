@@ -13,7 +13,7 @@ import math
 from collections import defaultdict
 
 from ..dtypes import dtype as as_dtype
-from ..isa_a2a3 import (FULL_MASK, CopyGmToUb, CopyUB, CopyUbToGm, PipeBarrier, ScalarLoop, ScalarMove, SetMaskMode,
+from ..isa_a2a3 import (FULL_MASK, Addr, CopyGmToUb, CopyUB, CopyUbToGm, PipeBarrier, ScalarLoop, ScalarMove, SetMaskMode,
                         SetSaturation, SetVectorMask, TransposeMove, VecOp)
 from ..plan import Plan
 from .params import ParamTable, shipped
@@ -36,6 +36,7 @@ KINDS = {
     "copy_call": ("copy", "control", "copy_head"),
     "copy_block": ("copy", "control", "copy_per_block"),
     "scalar_elem": ("scalar", "control", "scalar_per_element"),
+    "scalar_read": ("scalar", "control", "scalar_read"),
 }
 
 
@@ -75,6 +76,8 @@ def plan_features(plan: Plan) -> dict[str, float]:
             last = (cls, dt.name)
             if cls in BINARY_ALU and (mode == "count" or mask != FULL_MASK):
                 f["count_floor"] += 1
+            if isinstance(ins.scalar, Addr):  # the scalar operand is read from UB by the scalar unit first
+                f["scalar_read"] += 1
         elif isinstance(ins, SetMaskMode):
             mode = ins.mode
             f["set_mode"] += 1
@@ -107,15 +110,23 @@ def plan_features(plan: Plan) -> dict[str, float]:
 
 
 def param_value(table: ParamTable, key: str) -> float:
-    """Return the parameter priced by feature `key`: class+dtype row, else class row, else the `default` class."""
+    """Return the parameter priced by feature `key`.
+
+    A (class, dtype) row wins; otherwise the class row plus the dtype's shared adjustment (`dtype_delta` rows,
+    fitted when several classes show the same dtype effect); the `default` class covers unknown intrinsics.
+    """
     kind, cls, dt = split_key(key)
     _, scope, term = KINDS[kind]
     if scope == "control":
         return table.value("a2a3", "intrinsic", "control", "*", term)
     for name in (cls, "default"):
         row = table.lookup("a2a3", "intrinsic", "intrinsic", name, term, dtype=dt)
-        if row is not None:
+        if row is None:
+            continue
+        if row.dtype == dt:
             return row.value
+        delta = table.lookup("a2a3", "intrinsic", "dtype_delta", "*", term, dtype=dt)
+        return row.value + (delta.value if delta is not None and delta.dtype == dt else 0.0)
     raise KeyError(f"no a2a3 parameter {term} for {cls}")
 
 
