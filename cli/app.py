@@ -281,6 +281,35 @@ def _measured_points(path: str, df, x: str, fixed: str):
     return good[good[fixed] == df[fixed].iloc[0]]
 
 
+@app.command("fit")
+def fit_cmd(
+    traces: Annotated[list[str], typer.Argument(help="Measured traces (CSV or Parquet), e.g. ../shared/measured/*.csv.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write (rows of other arches/models are kept).")] = "data/formula_params.csv",
+    cv: Annotated[int, typer.Option("--cv", help="Folds of the cross-validation grouped by tile shape.")] = 5,
+    model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all.")] = "formula",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Fit model parameters to measured traces: per group n, parameters ± standard error, cross-validated MAPE."""
+    from costmodel.errors import PtoCostError
+    from fit.params_io import write_params
+    from fit.run import fit_traces
+
+    from . import render
+
+    if model not in ("formula", "pipeline", "all"):
+        raise PtoCostError(f"unknown model {model!r}; accepted: formula, pipeline, all")
+    run = fit_traces(traces, k=cv, model=model)
+    written = 0 if dry_run else write_params(run.rows, output)
+    if json_out:
+        render.emit_json({"output": None if dry_run else output, "rows_written": written,
+                          "bad_rows": [str(p) for p in run.problems],
+                          "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in sec.items()}
+                                   for sec in run.sections]})
+    else:
+        render.fit_text(run, None if dry_run else output, written)
+
+
 def _load_spec(path: str) -> dict:
     import json
     from pathlib import Path

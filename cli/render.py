@@ -140,3 +140,36 @@ class _Progress:
 def progress(label: str, total: int) -> _Progress:
     """Return a context manager yielding `tick(done, total)`; draws a rich progress bar on stderr for long work."""
     return _Progress(label, total)
+
+
+def fit_text(run, output: str | None, written: int) -> None:
+    """Print the fit report: bad rows, the model selection, parameters ± standard errors, CV accuracy."""
+    from rich.table import Table
+
+    con = console()
+    if run.problems:
+        by_line: dict[int, list[str]] = {}
+        for p in run.problems:
+            by_line.setdefault(p.line, []).append(f"{p.column}: {p.message}")
+        con.print(f"[yellow]{len(by_line)} trace row(s) left out:[/]")
+        for line, msgs in list(by_line.items())[:12]:
+            con.print(f"  line {line}: {msgs[0]}" + (f" (+{len(msgs) - 1} more)" if len(msgs) > 1 else ""))
+        if len(by_line) > 12:
+            con.print(f"  … and {len(by_line) - 12} more rows")
+    for sec in run.sections:
+        cv = sec["cv"]
+        con.print(f"\n[bold]{sec['arch']} {sec['model']}[/]: chose {sec['choice']}; cross-validated (grouped by shape): "
+                  f"MAPE {cv['mape']:.2f} %, median {cv['median_ape']:.2f} %, worst {cv['worst_ape']:.1f} %, "
+                  f"within 5 % {cv['within_5']:.0f} % over {cv['n']} rows")
+        for note in sec.get("notes", []):
+            con.print(f"  [yellow]skipped[/] {note}")
+        t = Table(title=f"{sec['arch']} {sec['model']} parameters (rows with observations)")
+        for col in ("parameter", "value", "± stderr", "n", "CV MAPE %"):
+            t.add_column(col, justify="left" if col == "parameter" else "right")
+        rep = sec["report"]
+        for r in rep[rep["n_obs"] > 0].to_dict("records"):
+            se = r["stderr"]
+            t.add_row(str(r["parameter"]), f"{r['value']:.4g}", "-" if se is None or se != se else f"{se:.3g}",
+                      str(int(r["n_obs"])), "-" if r["cv_mape"] is None or r["cv_mape"] != r["cv_mape"] else f"{r['cv_mape']:.1f}")
+        con.print(t)
+    con.print(f"wrote {written} parameter rows to {output}" if output else "dry run: nothing written")

@@ -217,6 +217,24 @@ class ScalarMove:
     def intrinsic(self) -> str:
         return "scalar_move"
 
+    @property
+    def blocks(self) -> int:
+        """32-byte blocks of the moved region."""
+        from .dtypes import dtype as as_dtype
+
+        return -(-self.rows * self.cols * as_dtype(self.dtype).bits // 256)
+
     def listing(self) -> str:
-        return (f"  scalar_move  {self.dtype} rows={self.rows} cols={self.cols} {self.dst.text()} ({self.dst_layout}), "
+        return (f"  {self.intrinsic:<12} {self.dtype} rows={self.rows} cols={self.cols} {self.dst.text()} ({self.dst_layout}), "
                 f"{self.src.text()} ({self.src_layout})")
+
+
+@dataclass(frozen=True)
+class TransposeMove(ScalarMove):
+    """The same element move done on the vector unit with `scatter_vnchwconv` block transposes (costmodel.md §5 names
+    the intrinsic; using it for layout-changing TMOV is inferred from the measured TMOV cycles, which are equal for
+    every layout pair, reference measured/a2a3_cycles.csv)."""
+
+    @property
+    def intrinsic(self) -> str:
+        return "scatter_vnchwconv"

@@ -42,12 +42,13 @@ def _ancestors(name: str, parent: dict[str, str | None]) -> list[str]:
 
 def fit_linear(X: np.ndarray, y: np.ndarray, names: list[str], *, parent: dict[str, str | None] | None = None,
                lower: dict[str, float] | None = None, shrink: float = 1.0, weights: np.ndarray | None = None,
-               prior: dict[str, float] | None = None) -> LinearFit:
+               prior: dict[str, float] | None = None, scale: dict[str, float] | None = None) -> LinearFit:
     """Fit y ≈ X θ. Returns effective parameters (parent + own deviation) for every column of X.
 
     `parent` maps a column name to its family parameter (which may itself have no column of its own: a
-    latent family value); `lower` gives lower bounds on effective root values; `prior` pulls roots without
-    data toward a value (with the same `shrink` weight) instead of zero.
+    latent family value); `lower` gives lower bounds on effective root values; `prior` pulls roots toward a
+    value (with the same `shrink` weight) instead of leaving them free; `scale` gives the size of a
+    parameter (a deviation of one `scale` costs `shrink`), so penalties compare across units.
     """
     from scipy.optimize import lsq_linear
 
@@ -71,15 +72,16 @@ def fit_linear(X: np.ndarray, y: np.ndarray, names: list[str], *, parent: dict[s
     A = Z * w[:, None]
     b = y * w
     pen_rows, pen_b = [], []
-    scale = np.sqrt(shrink)
     prior = prior or {}
+    size = scale or {}
     for n in nodes:
         is_child = parent.get(n) is not None
         if is_child or n in prior:
+            k = np.sqrt(shrink) / max(abs(size.get(n, 1.0)), 1e-9)
             row = np.zeros(len(nodes))
-            row[idx[n]] = scale
+            row[idx[n]] = k
             pen_rows.append(row)
-            pen_b.append(scale * (prior.get(n, 0.0) if not is_child else 0.0))
+            pen_b.append(k * (prior.get(n, 0.0) if not is_child else 0.0))
     if pen_rows:
         A = np.vstack([A, np.array(pen_rows)])
         b = np.concatenate([b, np.array(pen_b)])

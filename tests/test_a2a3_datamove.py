@@ -11,7 +11,7 @@ from costmodel.api import request
 from costmodel.emulate.verify import verify
 from costmodel.errors import ParamError, ShapeError
 from costmodel.golden import golden
-from costmodel.isa_a2a3 import CopyGmToUb, CopyUB, ScalarMove
+from costmodel.isa_a2a3 import CopyGmToUb, CopyUB, ScalarMove, TransposeMove
 from costmodel.models.a2a3_intrinsic import IntrinsicModel
 from costmodel.models.params import ParamRow, ParamTable
 from fit.predict import predict_frame
@@ -109,11 +109,13 @@ def test_measured_tload_plans_and_the_section4_model(shape, dt, valid, gm, copie
     assert _finding_model().cost(p)[0] == pytest.approx(cycles)
 
 
-def test_tmov_same_layout_is_one_burst_and_layout_change_is_a_scalar_move():
+def test_tmov_same_layout_is_one_burst_and_layout_change_is_a_transpose():
     p = lower.lower(request("TMOV", "64x128", "f32"))
     assert p.strategy == "UbCopy" and p.body == (CopyUB(p.body[0].dst, p.body[0].src, 1, 64 * 128 * 4 // 32),)
     p = lower.lower(request("TMOV", "64x128", "f32", src_layout="nd", dst_layout="dn"))
-    assert p.strategy == "ScalarMove" and isinstance(p.body[0], ScalarMove)
+    assert p.strategy == "Transpose" and isinstance(p.body[0], TransposeMove) and p.body[0].blocks == 64 * 128 * 4 // 32
+    p = lower.lower(request("TMOV", "64x128", "f32", src_layout="nd", dst_layout="dn", strategy="ScalarMove"))
+    assert type(p.body[0]) is ScalarMove
     assert lower.strategies(request("TMOV", "64x128", "f32", src_layout="nd", dst_layout="dn"))[1]["UbCopy"]
     # ND -> Nz moves whole 32-byte blocks: one call per 8-column strip, 64 one-block bursts each
     p = lower.lower(request("TMOV", "64x128", "f32", dst_layout="ColMajor/RowMajor"))
@@ -198,4 +200,4 @@ def test_cli_passes_the_new_op_parameters():
     doc = run("compare", "TCOLSUM", "--shape", "9x64", "--dtype", "f16", "--binary")
     assert doc["default"] == "ColBinary" and {s["strategy"] for s in doc["strategies"]} == {"ColBinary", "ColLinear"}
     doc = run("estimate", "TMOV", "--shape", "64x128", "--dtype", "f32", "--src-layout", "nd", "--dst-layout", "dn")
-    assert doc["strategy"] == "ScalarMove" and doc["tiles"]["dst"]["layout"] == "col_major"
+    assert doc["strategy"] == "Transpose" and doc["tiles"]["dst"]["layout"] == "col_major"

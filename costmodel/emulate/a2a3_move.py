@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import dtype as as_dtype
-from ..isa_a2a3 import CopyGmToUb, CopyUbToGm, ScalarMove, SetSaturation
+from ..isa_a2a3 import CopyGmToUb, CopyUbToGm, ScalarMove, SetSaturation, TransposeMove
 from ..layouts import element_offsets
 from .a2a3 import BLOCK, HANDLERS, VectorState
 from .ub import UnifiedBuffer
@@ -57,5 +57,5 @@ def set_saturation(ub: UnifiedBuffer, bases: dict[str, int], op: SetSaturation, 
     state.saturate = op.on
 
 
-HANDLERS.update({CopyGmToUb: copy_gm_to_ub, CopyUbToGm: copy_ub_to_gm, ScalarMove: scalar_move,
+HANDLERS.update({CopyGmToUb: copy_gm_to_ub, CopyUbToGm: copy_ub_to_gm, ScalarMove: scalar_move, TransposeMove: scalar_move,
                  SetSaturation: set_saturation})

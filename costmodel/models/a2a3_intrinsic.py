@@ -1,23 +1,43 @@
-"""A2/A3 formula model: cycles of a plan as the sum of per-intrinsic and control costs (costmodel.md §5).
+"""A2/A3 formula model: cycles of a plan as a sum of per-intrinsic and control costs (costmodel.md §5).
 
-Per segment of vector calls between barriers: the first call pays its `head`, each call pays
-`per_repeat × repeats` (counter-mode calls are charged the ceil(count / lanes) repeats the hardware really
-walks, where upstream charged 0), the last call's `tail` is paid when the pipe drains. Binary ALU calls
-issued under counter mode or a partial mask pay the `count_floor`. Mask and mode writes, barriers, UB copies
-and scalar loops have their own terms.
+The plan is first reduced to *features* — counts that the cost is linear in — then priced from the parameter
+table. Per segment of vector calls between barriers the first call pays its class's `head` and the last its
+`tail`; every call pays `per_repeat` × the repeats it walks (counter-mode calls are charged ceil(count/lanes),
+the repeats the hardware really walks, where upstream charged 0); binary ALU calls under counter mode or a
+partial mask pay `count_floor`; mask/mode/CTRL writes, barriers, UB copies, GM transfers and scalar loops have
+their own terms. Because the cost is linear in the parameters, `fit/` can regress them from measured traces.
 """
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 
-from ..isa_a2a3 import (FULL_MASK, CopyGmToUb, CopyUB, CopyUbToGm, PipeBarrier, ScalarLoop, ScalarMove, SetMaskMode,
-                        SetSaturation, SetVectorMask, VecOp)
 from ..dtypes import dtype as as_dtype
+from ..isa_a2a3 import (FULL_MASK, Addr, CopyGmToUb, CopyUB, CopyUbToGm, PipeBarrier, ScalarLoop, ScalarMove, SetMaskMode,
+                        SetSaturation, SetVectorMask, TransposeMove, VecOp)
 from ..plan import Plan
 from .params import ParamTable, shipped
 
 BINARY_ALU = {"vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vand", "vor"}
 TERMS = ("startup", "repeats", "count_floor", "mask_mode", "barrier", "copy", "transfer", "scalar")
+
+# feature kind -> (breakdown term, parameter scope, parameter term)
+KINDS = {
+    "head": ("startup", "intrinsic", "head"),
+    "tail": ("startup", "intrinsic", "tail"),
+    "rep": ("repeats", "intrinsic", "per_repeat"),
+    "xfer_call": ("transfer", "intrinsic", "per_call"),
+    "xfer_byte": ("transfer", "intrinsic", "per_byte"),
+    "count_floor": ("count_floor", "control", "count_floor"),
+    "set_mask": ("mask_mode", "control", "set_mask"),
+    "set_mode": ("mask_mode", "control", "set_mode"),
+    "set_ctrl": ("mask_mode", "control", "set_ctrl"),
+    "barrier": ("barrier", "control", "barrier"),
+    "copy_call": ("copy", "control", "copy_head"),
+    "copy_block": ("copy", "control", "copy_per_block"),
+    "scalar_elem": ("scalar", "control", "scalar_per_element"),
+    "scalar_read": ("scalar", "control", "scalar_read"),
+}
 
 
 def cost_class(intrinsic: str) -> str:
@@ -28,6 +48,88 @@ def cost_class(intrinsic: str) -> str:
     return intrinsic
 
 
+def feature_key(kind: str, cls: str = "", dtype: str = "") -> str:
+    """Return the feature name `kind[:class:dtype]`."""
+    return f"{kind}:{cls}:{dtype}" if cls else kind
+
+
+def split_key(key: str) -> tuple[str, str, str]:
+    """Return (kind, class, dtype) of a feature name (class and dtype empty for control features)."""
+    parts = key.split(":")
+    return (parts[0], parts[1], parts[2]) if len(parts) == 3 else (parts[0], "", "")
+
+
+def plan_features(plan: Plan) -> dict[str, float]:
+    """Return the plan's cost features: counts (calls, walked repeats, control writes, bytes) the cost is linear in."""
+    f: dict[str, float] = defaultdict(float)
+    mode, mask = "norm", FULL_MASK
+    last: tuple[str, str] | None = None
+    for ins in plan.body:
+        if isinstance(ins, VecOp):
+            cls = cost_class(ins.intrinsic)
+            dt = as_dtype(ins.dtype)
+            bits = max(dt.bits, as_dtype(ins.dst_dtype).bits if ins.dst_dtype else 0)
+            reps = math.ceil(mask[1] / (2048 // bits)) if mode == "count" else ins.repeat
+            if last is None:
+                f[feature_key("head", cls, dt.name)] += 1
+            f[feature_key("rep", cls, dt.name)] += reps
+            last = (cls, dt.name)
+            if cls in BINARY_ALU and (mode == "count" or mask != FULL_MASK):
+                f["count_floor"] += 1
+            if isinstance(ins.scalar, Addr):  # the scalar operand is read from UB by the scalar unit first
+                f["scalar_read"] += 1
+        elif isinstance(ins, SetMaskMode):
+            mode = ins.mode
+            f["set_mode"] += 1
+        elif isinstance(ins, SetVectorMask):
+            mask = (ins.hi, ins.lo)
+            f["set_mask"] += 1
+        elif isinstance(ins, SetSaturation):
+            f["set_ctrl"] += 1
+        elif isinstance(ins, PipeBarrier):
+            f["barrier"] += 1
+            if last is not None:
+                f[feature_key("tail", *last)] += 1
+            last = None
+        elif isinstance(ins, CopyUB):
+            f["copy_call"] += 1
+            f["copy_block"] += ins.n_burst * ins.len_burst
+        elif isinstance(ins, (CopyGmToUb, CopyUbToGm)):
+            f[feature_key("xfer_call", ins.intrinsic, ins.dtype)] += 1
+            f[feature_key("xfer_byte", ins.intrinsic, ins.dtype)] += ins.n_burst * ins.len_burst
+        elif isinstance(ins, ScalarLoop):
+            f["scalar_elem"] += ins.rows * ins.count
+        elif isinstance(ins, TransposeMove):  # priced like a UB copy of the same blocks (see lower/a2a3/tmov.py)
+            f["copy_call"] += 1
+            f["copy_block"] += ins.blocks
+        elif isinstance(ins, ScalarMove):
+            f["scalar_elem"] += ins.rows * ins.cols
+    if last is not None:
+        f[feature_key("tail", *last)] += 1
+    return dict(f)
+
+
+def param_value(table: ParamTable, key: str) -> float:
+    """Return the parameter priced by feature `key`.
+
+    A (class, dtype) row wins; otherwise the class row plus the dtype's shared adjustment (`dtype_delta` rows,
+    fitted when several classes show the same dtype effect); the `default` class covers unknown intrinsics.
+    """
+    kind, cls, dt = split_key(key)
+    _, scope, term = KINDS[kind]
+    if scope == "control":
+        return table.value("a2a3", "intrinsic", "control", "*", term)
+    for name in (cls, "default"):
+        row = table.lookup("a2a3", "intrinsic", "intrinsic", name, term, dtype=dt)
+        if row is None:
+            continue
+        if row.dtype == dt:
+            return row.value
+        delta = table.lookup("a2a3", "intrinsic", "dtype_delta", "*", term, dtype=dt)
+        return row.value + (delta.value if delta is not None and delta.dtype == dt else 0.0)
+    raise KeyError(f"no a2a3 parameter {term} for {cls}")
+
+
 class IntrinsicModel:
     """Prices an A2/A3 plan from a parameter table (the shipped one by default)."""
 
@@ -36,58 +138,10 @@ class IntrinsicModel:
     def __init__(self, table: ParamTable | None = None):
         self.table = table
 
-    def _p(self, cls: str, term: str, op: str, dtype: str) -> float:
-        t = self.table or shipped()
-        for key in (cls, "default"):
-            row = t.lookup("a2a3", "intrinsic", "intrinsic", key, term, dtype=dtype)
-            if row is not None:
-                return row.value
-        raise KeyError(f"no a2a3 intrinsic parameter {term} for {cls}")
-
-    def _c(self, term: str) -> float:
-        return (self.table or shipped()).value("a2a3", "intrinsic", "control", "*", term)
-
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
         """Return (cycles, breakdown) of the plan; the breakdown terms sum to the cycles."""
+        table = self.table or shipped()
         terms = dict.fromkeys(TERMS, 0.0)
-        mode, mask = "norm", FULL_MASK
-        queue_empty, pending_tail = True, 0.0
-        for ins in plan.body:
-            if isinstance(ins, VecOp):
-                cls = cost_class(ins.intrinsic)
-                dt = as_dtype(ins.dtype)
-                bits = max(dt.bits, as_dtype(ins.dst_dtype).bits if ins.dst_dtype else 0)
-                lanes = 2048 // bits
-                reps = math.ceil(mask[1] / lanes) if mode == "count" else ins.repeat
-                if queue_empty:
-                    terms["startup"] += self._p(cls, "head", plan.op, ins.dtype)
-                    queue_empty = False
-                terms["repeats"] += self._p(cls, "per_repeat", plan.op, ins.dtype) * reps
-                pending_tail = self._p(cls, "tail", plan.op, ins.dtype)
-                if cls in BINARY_ALU and (mode == "count" or mask != FULL_MASK):
-                    terms["count_floor"] += self._c("count_floor")
-            elif isinstance(ins, SetMaskMode):
-                mode = ins.mode
-                terms["mask_mode"] += self._c("set_mode")
-            elif isinstance(ins, SetVectorMask):
-                mask = (ins.hi, ins.lo)
-                terms["mask_mode"] += self._c("set_mask")
-            elif isinstance(ins, PipeBarrier):
-                terms["barrier"] += self._c("barrier")
-                terms["startup"] += pending_tail
-                queue_empty, pending_tail = True, 0.0
-            elif isinstance(ins, CopyUB):
-                terms["copy"] += self._c("copy_head") + self._c("copy_per_block") * ins.n_burst * ins.len_burst
-            elif isinstance(ins, ScalarLoop):
-                terms["scalar"] += self._c("scalar_per_element") * ins.rows * ins.count
-            elif isinstance(ins, (CopyGmToUb, CopyUbToGm)):
-                moved = ins.n_burst * ins.len_burst
-                terms["transfer"] += (self._p(ins.intrinsic, "per_call", plan.op, ins.dtype)
-                                      + self._p(ins.intrinsic, "per_byte", plan.op, ins.dtype) * moved)
-            elif isinstance(ins, ScalarMove):
-                terms["scalar"] += self._c("scalar_per_element") * ins.rows * ins.cols
-            elif isinstance(ins, SetSaturation):
-                terms["mask_mode"] += self._c("set_ctrl")
-        terms["startup"] += pending_tail
-        total = sum(terms.values())
-        return total, tuple((k, v) for k, v in terms.items() if v)
+        for key, count in plan_features(plan).items():
+            terms[KINDS[split_key(key)[0]][0]] += count * param_value(table, key)
+        return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)

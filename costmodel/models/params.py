@@ -78,6 +78,8 @@ def _float(text: str) -> float | None:
 def read_table(path: str | Path) -> ParamTable:
     """Read and check a parameter CSV; raises TraceError naming the line of a malformed row."""
     rows: list[ParamRow] = []
+    if not Path(path).is_file():
+        raise TraceError(f"parameter table {path} does not exist")
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
@@ -95,7 +97,13 @@ def read_table(path: str | Path) -> ParamTable:
     return ParamTable(rows, str(path))
 
 
-@functools.cache
 def shipped() -> ParamTable:
-    """Return the parameter table shipped with the package."""
-    return read_table(data_path("formula_params.csv"))
+    """Return the parameter table in use: $PTO_COST_PARAMS when set (a user's own fit), else the shipped one."""
+    import os
+
+    return _load(os.environ.get("PTO_COST_PARAMS") or str(data_path("formula_params.csv")))
+
+
+@functools.cache
+def _load(path: str) -> ParamTable:
+    return read_table(path)

@@ -6,13 +6,16 @@
   into bursts, and bursts with constant source and destination strides share one call (the grouping that
   needs fewer calls wins). Same layout and full rows: one burst. Blocks are copied whole, so padding after
   the valid region inside a written block is overwritten (isa.md §1.3).
-* `ScalarMove`: any other pair (ND <-> DN, Nz -> DN, ...) needs elements to change place inside a 32-byte
-  block, which neither vector calls (a lane keeps its position in its block, isa.md §7.1) nor UB copies can
-  do; the plan moves the valid region element by element on the scalar unit (inferred).
+* `Transpose`: any other pair (ND <-> DN, Nz -> DN, ...) needs elements to change place inside a 32-byte
+  block, which neither lane-preserving vector calls (isa.md §7.1) nor UB copies can do; the plan transposes
+  blocks on the vector unit with `scatter_vnchwconv` (an intrinsic costmodel.md §5 names). That this is the
+  path PTO takes is inferred from the measurements: every Vec->Vec layout pair costs the same as a copy of
+  the tile (measured/a2a3_cycles.csv, TMOV 64x128 f32).
+* `ScalarMove`: the same move element by element on the scalar unit, as a what-if.
 """
 from __future__ import annotations
 
-from ...isa_a2a3 import Addr, CopyUB, ScalarMove
+from ...isa_a2a3 import Addr, CopyUB, ScalarMove, TransposeMove
 from ...layouts import ROW_RUNS, element_offsets
 from ...plan import Plan
 from ...request import Request
@@ -31,8 +34,8 @@ def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
     src, dst = req.tile("src"), req.dst
     same = _orientation(src.layout) == _orientation(dst.layout)
     why = None if same else (f"{src.layout} -> {dst.layout} moves elements inside 32-byte blocks; "
-                             "only a scalar move can do that")
-    return ("UbCopy" if same else "ScalarMove"), {"UbCopy": why, "ScalarMove": None}
+                             "a block copy cannot do that")
+    return ("UbCopy" if same else "Transpose"), {"UbCopy": why, "Transpose": None, "ScalarMove": None}
 
 
 def _block_pairs(src: Tile, dst: Tile) -> list[tuple[int, int]]:
@@ -90,7 +93,7 @@ def block_copies(src: Tile, dst: Tile) -> list[CopyUB]:
 
 
 def lower(req: Request, strategy: str) -> Plan:
-    """Return the TMOV plan in `strategy` (UbCopy or ScalarMove)."""
+    """Return the TMOV plan in `strategy` (UbCopy, Transpose or ScalarMove)."""
     src, dst = req.tile("src"), req.dst
     vr, vc = dst.valid
     body: list = []
@@ -98,6 +101,6 @@ def lower(req: Request, strategy: str) -> Plan:
         if strategy == "UbCopy":
             body = block_copies(src, dst)
         else:
-            body = [ScalarMove(dst.dtype.name, Addr("dst"), Addr("src"), vr, vc, dst.layout, src.layout,
-                               dst.shape, src.shape)]
+            kind = TransposeMove if strategy == "Transpose" else ScalarMove
+            body = [kind(dst.dtype.name, Addr("dst"), Addr("src"), vr, vc, dst.layout, src.layout, dst.shape, src.shape)]
     return Plan("a2a3", req.op, strategy, req, allocate("a2a3", list(req.tiles)), tuple(body))

@@ -1,0 +1,292 @@
+"""Fit the A2/A3 intrinsic model (models/a2a3_intrinsic.py) to measured traces.
+
+Each measured row is lowered to its plan and reduced to cost features; the cost is linear in the parameters,
+so the fit is a weighted (relative-error) least-squares problem with lower bounds at 0. Parameters are
+organised in a hierarchy — (intrinsic class, dtype) → intrinsic class → cost family (data/a2a3_cost_families.csv)
+— and deviations from the parent are shrunk, so a class with few observations borrows its family's value.
+Roots are pulled toward the reference's constants (data/a2a3_priors.csv, costmodel.md §4–§5). A head and a
+tail are only ever observed as a sum per segment, so each class fits one `start` value split into head and
+tail in the reference's ratio. The shrink strength and whether dtypes get their own deviations are chosen by
+cross-validation grouped by tile shape.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from costmodel._data import data_path, read_rows
+from costmodel.models.a2a3_intrinsic import KINDS, plan_features, split_key
+from costmodel.models.params import ParamRow, ParamTable, read_table
+
+from .linear import fit_linear, grouped_folds
+from .metrics import summary
+
+# dtype effects: "none", "shared" (one per-dtype adjustment common to every class), "class" (per class and dtype)
+CANDIDATES = [(shrink, dtypes) for shrink in (0.003, 0.01, 0.03, 0.1, 0.3) for dtypes in ("none", "shared", "class")]
+
+
+def priors() -> ParamTable:
+    """Return the reference constants the fit starts from (data/a2a3_priors.csv)."""
+    return read_table(data_path("a2a3_priors.csv"))
+
+
+def families() -> dict[str, str]:
+    """Return intrinsic class -> cost family."""
+    return {r["class"]: r["family"] for r in read_rows("a2a3_cost_families.csv")}
+
+
+def _prior(table: ParamTable, scope: str, name: str, term: str) -> float | None:
+    row = table.lookup("a2a3", "intrinsic", scope, name, term)
+    return None if row is None else row.value
+
+
+def _start_split(table: ParamTable, cls: str) -> tuple[float, float]:
+    h = _prior(table, "intrinsic", cls, "head")
+    t = _prior(table, "intrinsic", cls, "tail")
+    if h is None or t is None:
+        h, t = _prior(table, "intrinsic", "default", "head"), _prior(table, "intrinsic", "default", "tail")
+    total = (h or 0) + (t or 0)
+    return ((h / total, t / total) if total else (1.0, 0.0))
+
+
+@dataclass(frozen=True)
+class Column:
+    """One parameter node of the fit: its name, parent, prior, scale and how it maps back to table rows."""
+
+    name: str
+    parent: str | None
+    prior: float | None
+    scale: float
+
+
+def columns_of(key: str, dtypes: str) -> list[str]:
+    """Map a plan feature to its parameter columns: head/tail fold into one `start` column per class, and a
+    dtype effect adds a class-and-dtype column or a shared per-dtype column."""
+    kind, cls, dt = split_key(key)
+    if not cls:
+        return [kind]
+    base = "start" if kind in ("head", "tail") else kind
+    if kind.startswith("xfer"):
+        return [f"{base}:{cls}"]
+    if dtypes == "class":
+        return [f"{base}:{cls}:{dt}"]
+    if dtypes == "shared":
+        return [f"{base}:{cls}", f"{base}~{dt}"]
+    return [f"{base}:{cls}"]
+
+
+def design(features: list[dict[str, float]], table: ParamTable, dtypes: str) -> tuple[np.ndarray, list[Column]]:
+    """Return the feature matrix over parameter columns and the column hierarchy."""
+    fam = families()
+    cols: dict[str, Column] = {}
+    values: list[dict[str, float]] = []
+
+    def ensure(name: str) -> None:
+        if name in cols:
+            return
+        if "~" in name:  # shared dtype adjustment, pulled toward no effect
+            base = name.split("~")[0]
+            cols[name] = Column(name, None, 0.0, 1.0 if base == "rep" else 5.0)
+            return
+        parts = name.split(":")
+        base = parts[0]
+        if len(parts) == 1:  # control parameter
+            term = KINDS[base][2]
+            p = _prior(table, "control", "*", term)
+            cols[name] = Column(name, None, p, max(abs(p or 1.0), 1.0))
+            return
+        cls = parts[1]
+        if len(parts) == 3:
+            ensure(f"{base}:{cls}")
+            parent = cols[f"{base}:{cls}"]
+            cols[name] = Column(name, parent.name, None, parent.scale)
+            return
+        family = fam.get(cls, "default")
+        if base in ("xfer_call", "xfer_byte"):
+            term = KINDS[base][2]
+            p = _prior(table, "intrinsic", cls, term)
+            cols[name] = Column(name, None, p, max(abs(p or 1.0), 1e-3))
+            return
+        fname = f"{base}@{family}"
+        if fname not in cols:
+            members = [c for c, f in fam.items() if f == family] or ["default"]
+            if base == "start":
+                vals = [(_prior(table, "intrinsic", c, "head") or 0) + (_prior(table, "intrinsic", c, "tail") or 0) for c in members]
+            else:
+                vals = [_prior(table, "intrinsic", c, "per_repeat") for c in members]
+            vals = [v for v in vals if v is not None] or [0.0]
+            p = float(np.mean(vals))
+            cols[fname] = Column(fname, None, p, max(abs(p), 1.0 if base == "rep" else 5.0))
+        cols[name] = Column(name, fname, None, cols[fname].scale)
+
+    for feats in features:
+        row: dict[str, float] = {}
+        for key, count in feats.items():
+            kind, cls, _ = split_key(key)
+            w = 1.0
+            if kind in ("head", "tail"):
+                h, t = _start_split(table, cls)
+                w = h if kind == "head" else t
+            for name in columns_of(key, dtypes):
+                ensure(name)
+                row[name] = row.get(name, 0.0) + w * count
+        values.append(row)
+    names = [n for n in cols if any(n in r for r in values)]
+    X = np.array([[r.get(n, 0.0) for n in names] for r in values])
+    return X, [cols[n] for n in names] + [c for n, c in cols.items() if n not in names]
+
+
+def _fit(X, y, columns: list[Column], shrink: float):
+    names = [c.name for c in columns][: X.shape[1]]
+    parent = {c.name: c.parent for c in columns}
+    prior = {c.name: c.prior for c in columns if c.parent is None and c.prior is not None}
+    scale = {c.name: c.scale for c in columns}
+    lower = {c.name: 0.0 for c in columns if c.parent is None and "~" not in c.name}
+    return fit_linear(X, y, names, parent=parent, prior=prior, scale=scale, lower=lower, shrink=shrink)
+
+
+@dataclass(frozen=True)
+class A2A3Fit:
+    """The chosen fit: parameter rows for the table, per-column report, CV predictions and the selection table."""
+
+    rows: tuple[ParamRow, ...]
+    report: pd.DataFrame
+    cv_predictions: np.ndarray
+    selection: pd.DataFrame
+    shrink: float
+    dtypes: str
+
+
+def lower_rows(trace: pd.DataFrame) -> tuple[list[dict[str, float]], list[int], list[str]]:
+    """Return (features per plannable row, their positions in `trace`, notes per unplannable row)."""
+    from costmodel import lower
+    from costmodel.errors import PtoCostError
+    from costmodel.operands import make_request
+
+    from .traces import request_kwargs
+
+    feats, keep, notes = [], [], []
+    for i, row in enumerate(trace.to_dict("records")):
+        try:
+            req = make_request(**request_kwargs(row))
+            feats.append(plan_features(lower.lower(req)))
+            keep.append(i)
+        except PtoCostError as exc:
+            notes.append(f"line {row.get('line', i + 2)}: {exc}")
+    return feats, keep, notes
+
+
+def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = "") -> tuple[A2A3Fit, list[str]]:
+    """Fit the A2/A3 parameters to the checked trace rows of arch a2a3; returns (fit, notes on skipped rows)."""
+    table = priors()
+    trace = trace[trace["arch"].str.lower() == "a2a3"].reset_index(drop=True)
+    feats, keep, notes = lower_rows(trace)
+    used = trace.iloc[keep].reset_index(drop=True)
+    y = used["measured_cycles"].to_numpy(float)
+    groups = (used["rows"].astype(str) + "x" + used["cols"].astype(str)).to_numpy()
+    folds = grouped_folds(groups, k=min(k, len(set(groups))), seed=seed)
+    results = []
+    best = None
+    for shrink, dtypes in CANDIDATES:
+        X, columns = design(feats, table, dtypes)
+        pred = np.full(len(y), np.nan)
+        for f in np.unique(folds):
+            tr, te = folds != f, folds == f
+            fitted = _fit(X[tr], y[tr], columns, shrink)
+            pred[te] = fitted.predict(X[te])
+        s = summary(pred, y)
+        results.append({"shrink": shrink, "dtypes": dtypes, **s})
+        key = (round(s["mape"], 6), -shrink, ("none", "shared", "class").index(dtypes))
+        if best is None or key < best[0]:
+            best = (key, shrink, dtypes, pred)
+    _, shrink, dtypes, cv_pred = best
+    X, columns = design(feats, table, dtypes)
+    fitted = _fit(X, y, columns, shrink)
+    rows, report = _to_rows(fitted, columns, X, y, cv_pred, table, source, len(y))
+    return A2A3Fit(tuple(rows), report, cv_pred, pd.DataFrame(results), shrink, dtypes), notes
+
+
+def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, source: str, n_rows: int):
+    """Turn fitted columns into parameter-table rows (head/tail split back) and a report frame."""
+    val = dict(zip(fitted.names, fitted.values))
+    err = dict(zip(fitted.names, fitted.stderr))
+    nobs = dict(zip(fitted.names, fitted.n_obs))
+    ape = np.abs(cv_pred - y) / y * 100
+    rows: list[ParamRow] = []
+    report = []
+    src = f"fit: {source} ({n_rows} rows)" if source else f"fit ({n_rows} rows)"
+    by_name = {c.name: c for c in columns}
+
+    def effective(name: str) -> float:
+        if name in val:
+            return val[name]
+        c = by_name[name]
+        return effective(c.parent) if c.parent else (c.prior or 0.0)
+
+    def cv_of(name: str) -> float | None:
+        if name not in fitted.names:
+            return None
+        j = fitted.names.index(name)
+        used = X[:, j] != 0
+        return float(ape[used].mean()) if used.any() else None
+
+    def add(scope, name, dtype, term, value, stderr, n, cv):
+        rows.append(ParamRow("a2a3", "intrinsic", scope, name, dtype, "", "*", "", term, float(value),
+                             None if stderr is None or not np.isfinite(stderr) else float(stderr), int(n),
+                             cv, src if n else f"{src}; no observations: family or prior value"))
+
+    classes = sorted({c.name.split(":")[1] for c in columns if ":" in c.name} |
+                     {r.name for r in table.rows if r.scope == "intrinsic"})
+    for cls in classes:
+        if any(r.name == cls and r.term in ("per_call", "per_byte") for r in table.rows) or cls.startswith("copy_"):
+            for base, term in (("xfer_call", "per_call"), ("xfer_byte", "per_byte")):
+                name = f"{base}:{cls}"
+                v = effective(name) if name in by_name else _prior(table, "intrinsic", cls, term)
+                add("intrinsic", cls, "*", term, v, err.get(name), nobs.get(name, 0), cv_of(name))
+            continue
+        h, t = _start_split(table, cls)
+        fam_cls = families().get(cls, "default")
+        for base in ("start", "rep"):
+            name = f"{base}:{cls}"
+            v = effective(name) if name in by_name else effective(f"{base}@{fam_cls}") if f"{base}@{fam_cls}" in by_name else (
+                (_prior(table, "intrinsic", cls, "head") or 0) + (_prior(table, "intrinsic", cls, "tail") or 0) if base == "start"
+                else _prior(table, "intrinsic", cls, "per_repeat"))
+            n, e, cv = nobs.get(name, 0), err.get(name), cv_of(name)
+            if base == "start":
+                add("intrinsic", cls, "*", "head", v * h, None if e is None else e * h, n, cv)
+                add("intrinsic", cls, "*", "tail", v * t, None if e is None else e * t, n, cv)
+            else:
+                add("intrinsic", cls, "*", "per_repeat", v, e, n, cv)
+            report.append({"parameter": name, "value": v, "stderr": e, "n_obs": n, "cv_mape": cv})
+            for c in columns:
+                if c.parent == name and c.name in val and nobs.get(c.name, 0):
+                    dt = c.name.split(":")[2]
+                    dv = val[c.name]
+                    if base == "start":
+                        add("intrinsic", cls, dt, "head", dv * h, None, nobs[c.name], cv_of(c.name))
+                        add("intrinsic", cls, dt, "tail", dv * t, None, nobs[c.name], cv_of(c.name))
+                    else:
+                        add("intrinsic", cls, dt, "per_repeat", dv, err.get(c.name), nobs[c.name], cv_of(c.name))
+                    report.append({"parameter": c.name, "value": dv, "stderr": err.get(c.name), "n_obs": nobs[c.name],
+                                   "cv_mape": cv_of(c.name)})
+    for c in columns:
+        if "~" in c.name and c.name in val:
+            base, dt = c.name.split("~")
+            term = "per_repeat" if base == "rep" else None
+            if term:
+                add("dtype_delta", "*", dt, "per_repeat", val[c.name], err.get(c.name), nobs.get(c.name, 0), cv_of(c.name))
+            else:
+                for part, w in (("head", 0.5), ("tail", 0.5)):
+                    add("dtype_delta", "*", dt, part, val[c.name] * w, None, nobs.get(c.name, 0), cv_of(c.name))
+            report.append({"parameter": c.name, "value": val[c.name], "stderr": err.get(c.name),
+                           "n_obs": nobs.get(c.name, 0), "cv_mape": cv_of(c.name)})
+    for kind, (_, scope, term) in KINDS.items():
+        if scope != "control":
+            continue
+        v = effective(kind) if kind in by_name else _prior(table, "control", "*", term)
+        add("control", "*", "*", term, v, err.get(kind), nobs.get(kind, 0), cv_of(kind))
+        report.append({"parameter": kind, "value": v, "stderr": err.get(kind), "n_obs": nobs.get(kind, 0),
+                       "cv_mape": cv_of(kind)})
+    return rows, pd.DataFrame(report)

@@ -1,0 +1,39 @@
+"""Write parameter tables atomically, replacing only the rows a fit produced (other arches/forms are kept)."""
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+from costmodel.models.params import COLUMNS, FORMAT_VERSION, ParamRow, read_table
+
+from .io import atomic_path
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> list[ParamRow]:
+    """Return `old` without the (arch, form) groups `new` covers, followed by `new`."""
+    covered = {(r.arch, r.form) for r in new}
+    return [r for r in old if (r.arch, r.form) not in covered] + list(new)
+
+
+def write_params(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool = True) -> int:
+    """Write `rows` (merged into the existing table at `path` when it exists) atomically; returns the row count."""
+    target = Path(path)
+    if merge and target.exists():
+        rows = merge_rows(read_table(target).rows, rows)
+    with atomic_path(target) as tmp:
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(COLUMNS)
+            for r in rows:
+                w.writerow([FORMAT_VERSION, r.arch, r.form, r.scope, r.name, r.dtype, r.dst_dtype, r.strategy,
+                            r.op_params, r.term, _fmt(float(r.value)), _fmt(r.stderr), r.n_obs, _fmt(r.cv_mape), r.source])
+    return len(rows)
