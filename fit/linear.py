@@ -42,7 +42,8 @@ def _ancestors(name: str, parent: dict[str, str | None]) -> list[str]:
 
 def fit_linear(X: np.ndarray, y: np.ndarray, names: list[str], *, parent: dict[str, str | None] | None = None,
                lower: dict[str, float] | None = None, shrink: float = 1.0, weights: np.ndarray | None = None,
-               prior: dict[str, float] | None = None, scale: dict[str, float] | None = None) -> LinearFit:
+               prior: dict[str, float] | None = None, scale: dict[str, float] | None = None,
+               stderr: bool = True) -> LinearFit:
     """Fit y ≈ X θ. Returns effective parameters (parent + own deviation) for every column of X.
 
     `parent` maps a column name to its family parameter (which may itself have no column of its own: a
@@ -89,25 +90,29 @@ def fit_linear(X: np.ndarray, y: np.ndarray, names: list[str], *, parent: dict[s
     for n, v in (lower or {}).items():
         if n in idx and parent.get(n) is None:
             lb[idx[n]] = v
-    res = lsq_linear(A, b, bounds=(lb, np.full(len(nodes), np.inf)), method="bvls", lsmr_tol="auto")
-    node_vals = res.x
+    if np.isfinite(lb).any():
+        node_vals = lsq_linear(A, b, bounds=(lb, np.full(len(nodes), np.inf)), method="bvls", lsmr_tol="auto").x
+    else:
+        node_vals = np.linalg.lstsq(A, b, rcond=None)[0]
     eff = np.array([node_vals[idx[n]] + sum(node_vals[idx[a]] for a in _ancestors(n, parent)) for n in names])
     resid = (Z @ node_vals - y) * w
     dof = max(1, len(y) - len(nodes))
     sigma2 = float(resid @ resid) / dof
     try:
+        if not stderr:
+            raise np.linalg.LinAlgError("standard errors not requested")
         cov_nodes = np.linalg.pinv(A.T @ A) * sigma2
         T = np.zeros((len(names), len(nodes)))
         for j, n in enumerate(names):
             T[j, idx[n]] = 1
             for a in _ancestors(n, parent):
                 T[j, idx[a]] = 1
-        stderr = np.sqrt(np.clip(np.diag(T @ cov_nodes @ T.T), 0, None))
+        errors = np.sqrt(np.clip(np.diag(T @ cov_nodes @ T.T), 0, None))
     except np.linalg.LinAlgError:
-        stderr = np.full(len(names), np.nan)
+        errors = np.full(len(names), np.nan)
     n_obs = (np.abs(X) > 0).sum(axis=0)
     at_bound = tuple(n for n in names if parent.get(n) is None and n in (lower or {}) and abs(node_vals[idx[n]] - lower[n]) < 1e-9)
-    return LinearFit(tuple(names), eff, stderr, n_obs, float(resid @ resid), dof, at_bound)
+    return LinearFit(tuple(names), eff, errors, n_obs, float(resid @ resid), dof, at_bound)
 
 
 def grouped_folds(groups: np.ndarray, k: int = 5, seed: int = 0) -> np.ndarray:

@@ -1,0 +1,65 @@
+"""Trip-count features of an A5 VF plan, the variables the A5 formula model is a closed form over.
+
+* `rows` R: iterations of the row loop (1 for a 1D program);
+* `chunks` C: executions of a chunk of work — an iteration of the element (1D) or chunk (2D) loop, or a tail
+  chunk issued once per row after the full chunks (2D post-update, costmodel.md §7);
+* `per_row` I = C / R, and `multi` = 1 when rows hold two or more chunks (2D) — consecutive chunks of one row
+  are what some conversions serialise on (the measured narrowing TCVT step, costmodel.md §11/§13).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..isa_a5 import Loop, VfProgram
+from ..plan import Plan
+
+
+@dataclass(frozen=True)
+class VfTrips:
+    """Trip-count features of one plan (summed over its VF programs)."""
+
+    strategy: str
+    rows: int
+    chunks: int
+
+    @property
+    def dim(self) -> str:
+        return self.strategy[:2]
+
+    @property
+    def per_row(self) -> float:
+        return self.chunks / self.rows if self.rows else 0.0
+
+    @property
+    def multi(self) -> int:
+        return int(self.dim == "2d" and self.per_row >= 2)
+
+
+def _count(body: tuple, times: int) -> tuple[int, int]:
+    """Return (chunks, rows) executed by `body` run `times` times."""
+    chunks = rows = 0
+    for ins in body:
+        if not isinstance(ins, Loop):
+            continue
+        if ins.role in ("elements", "chunks"):
+            chunks += times * ins.trip
+        elif ins.role == "rows":
+            rows += times * ins.trip
+            has_tail = any(getattr(i, "unit", "") == "store" for i in ins.body if not isinstance(i, Loop))
+            chunks += times * ins.trip * int(has_tail)
+            c, r = _count(ins.body, times * ins.trip)
+            chunks += c
+        else:
+            c, r = _count(ins.body, times * ins.trip)
+            chunks, rows = chunks + c, rows + r
+    return chunks, rows
+
+
+def vf_trips(plan: Plan) -> VfTrips:
+    """Return the trip-count features of an A5 plan."""
+    chunks = rows = 0
+    for prog in plan.body:
+        if isinstance(prog, VfProgram):
+            c, r = _count(prog.body, 1)
+            chunks, rows = chunks + c, rows + r
+    return VfTrips(plan.strategy, max(rows, 1), chunks)

@@ -1,0 +1,118 @@
+"""A5 formula model: a closed form over the VF plan's trip counts (costmodel.md §3 generalised).
+
+With C the chunks a program executes, R its rows and m = 1 when rows hold two or more chunks (features.py):
+
+    cycles = max(D, P)
+    D = d0 + d1·C + d2·R                       dispatch bound, one per loop form (shared by every op)
+    P = p0 + p1·C + p2·R + p3·R·m + p4·C·m     resource bound, per (op, dtype, dst dtype, strategy, variant)
+
+D is the cost of issuing the loop nest (about one chunk per cycle plus a row overhead in 2D no-post-update
+loops); P is what the body's resources make it cost. The upstream `linear` and `nested_loop` forms are the
+special cases p2 = p3 = p4 = 0 and p3 = p4 = 0; the m terms carry the measured step of narrowing conversions
+between one and several chunks per row (costmodel.md §11, §13). Parameters live in data/formula_params.csv:
+`scope=dispatch` rows (per strategy) and `scope=op` rows (per key), plus `scope=family` rows the fit writes
+for keys it never saw (same op and variant, same 1D/2D form). A key with neither has no formula estimate;
+the `auto` model then falls back to the pipeline model.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import NotModelledError
+from ..plan import Plan
+from ..request import Request
+from .a5_features import vf_trips
+from .params import ParamTable, shipped
+
+P_TERMS = ("p0", "p1", "p2", "p3", "p4")
+D_TERMS = ("d0", "d1", "d2")
+BITS = {"f32": 32, "i32": 32, "u32": 32, "f16": 16, "bf16": 16, "i16": 16, "u16": 16, "i8": 8, "u8": 8,
+        "fp8_e4m3": 8, "fp8_e5m2": 8, "hif8": 8, "fp4_e1m2": 4, "fp4_e2m1": 4, "i64": 64, "u64": 64}
+
+
+def key_of(req: Request, strategy: str) -> dict[str, str]:
+    """Return the parameter key of a request: op, dtype, dst_dtype (conversions), strategy, op_params (variant)."""
+    src = req.tile("src").dtype.name if any(n == "src" for n, _ in req.tiles) else req.dtype.name
+    dst = req.dst.dtype.name
+    return {"name": req.op, "dtype": src, "dst_dtype": dst if dst != src else "",
+            "strategy": strategy, "op_params": str(req.param("precision", "") or "")}
+
+
+def family_of(key: dict[str, str]) -> str:
+    """Return the key's family: the op and variant; conversions by source and destination widths."""
+    if key["name"] == "TCVT":
+        return f"TCVT:{BITS.get(key['dtype'], 0)}>{BITS.get(key['dst_dtype'] or key['dtype'], 0)}"
+    return f"{key['name']}:{key['op_params']}" if key["op_params"] else key["name"]
+
+
+def features(C, R, dim: str) -> dict[str, np.ndarray]:
+    """Return the P features for arrays of chunks and rows (1D programs have no row terms)."""
+    C = np.asarray(C, dtype=float)
+    R = np.asarray(R, dtype=float)
+    two = 1.0 if dim == "2d" else 0.0
+    m = ((C >= 2 * R) & (two > 0)).astype(float)
+    return {"p0": np.ones_like(C), "p1": C, "p2": R * two, "p3": R * m, "p4": C * m}
+
+
+def lookup(table: ParamTable, key: dict[str, str]) -> tuple[dict[str, float], dict[str, float], str] | None:
+    """Return (P coefficients, D coefficients, where P came from) for a key, or None if it has no parameters."""
+    dim = key["strategy"][:2]
+    p: dict[str, float] = {}
+    src = ""
+    for t in P_TERMS:
+        row = table.lookup("a5", "vf", "op", key["name"], t, dtype=key["dtype"], dst_dtype=key["dst_dtype"],
+                           strategy=key["strategy"], op_params=key["op_params"])
+        if row is not None and (row.dtype, row.dst_dtype, row.strategy, row.op_params) == (
+                key["dtype"], key["dst_dtype"], key["strategy"], key["op_params"]):
+            p[t], src = row.value, "key"
+    if not p:
+        fam = family_of(key)
+        for t in P_TERMS:
+            row = table.lookup("a5", "vf", "family", fam, t, strategy=dim)
+            if row is not None and row.name == fam:
+                p[t], src = row.value, f"family {fam}"
+    if not p:
+        return None
+    d = {}
+    for t in D_TERMS:
+        row = table.lookup("a5", "vf", "dispatch", "*", t, strategy=key["strategy"])
+        d[t] = 0.0 if row is None else row.value
+    return p, d, src
+
+
+def cycles(p: dict[str, float], d: dict[str, float], C, R, dim: str) -> tuple[np.ndarray, np.ndarray]:
+    """Return (cycles, resource bound P) for arrays of chunks and rows; cycles = max(D, P)."""
+    f = features(C, R, dim)
+    P = sum(p.get(t, 0.0) * f[t] for t in P_TERMS)
+    two = 1.0 if dim == "2d" else 0.0
+    D = d.get("d0", 0.0) + d.get("d1", 0.0) * f["p1"] + d.get("d2", 0.0) * f["p2"] * two
+    return np.maximum(D, P), P
+
+
+class A5FormulaModel:
+    """The fast A5 model: one table lookup and a max of two affine forms per estimate."""
+
+    name = "formula"
+
+    def __init__(self, table: ParamTable | None = None):
+        self.table = table
+
+    def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
+        """Return (cycles, breakdown): startup, chunk iterations and row overhead of the binding bound."""
+        t = vf_trips(plan)
+        key = key_of(plan.request, plan.strategy)
+        found = lookup(self.table or shipped(), key)
+        if found is None:
+            raise NotModelledError(f"no A5 formula parameters for {key['name']} {key['dtype']}"
+                                   f"{'->' + key['dst_dtype'] if key['dst_dtype'] else ''} {plan.strategy}"
+                                   f"{' ' + key['op_params'] if key['op_params'] else ''}; use --model pipeline")
+        p, d, _ = found
+        total, P = cycles(p, d, t.chunks, t.rows, t.dim)
+        total, P = float(total), float(P)
+        f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim).items()}
+        if P >= total:
+            parts = (("startup", p.get("p0", 0.0)), ("iterations", p.get("p1", 0.0) * f["p1"] + p.get("p4", 0.0) * f["p4"]),
+                     ("rows", p.get("p2", 0.0) * f["p2"] + p.get("p3", 0.0) * f["p3"]))
+        else:
+            parts = (("startup", d["d0"]), ("iterations", d["d1"] * f["p1"]), ("rows", d["d2"] * f["p2"]))
+        return total, tuple((k, v) for k, v in parts if v)

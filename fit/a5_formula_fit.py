@@ -1,0 +1,244 @@
+"""Fit the A5 formula model (models/a5_formula.py) to measured traces.
+
+cycles = max(D, P) is fitted by alternating: with the dispatch bounds D fixed, the resource forms P are a
+linear, hierarchically shrunk least-squares problem over the rows P binds (key → same key in any 1D/2D
+strategy → family and form → family, deviations penalised relative to the family's size, so a sparse key
+borrows its family's shape); with P fixed, each loop form's D is refitted on the rows it binds (one chunk per
+cycle plus a start and a row term). The shrink strength is chosen by cross-validation grouped by tile shape.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from costmodel.models import a5_formula as fm
+from costmodel.models.params import ParamRow
+
+from .linear import fit_linear, grouped_folds
+from .metrics import summary
+
+SHRINKS = (0.003, 0.01, 0.03)
+BASE_SCALE = {"p0": 20.0, "p1": 1.0, "p2": 3.0, "p3": 10.0, "p4": 10.0}
+D_START = {"2d-no-post-update": (50.0, 1.0, 5.0)}
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The measured rows as arrays: keys, family, form, chunks, rows, cycles."""
+
+    k0: np.ndarray
+    k1: np.ndarray
+    fam: np.ndarray
+    strategy: np.ndarray
+    dim: np.ndarray
+    C: np.ndarray
+    R: np.ndarray
+    y: np.ndarray
+    keys: list[dict]
+
+
+def lower_rows(trace: pd.DataFrame) -> tuple[Rows, list[int], list[str]]:
+    """Lower every A5 row to its plan and return (trip features, kept row positions, notes on dropped rows)."""
+    from costmodel import lower
+    from costmodel.errors import PtoCostError
+    from costmodel.models.a5_features import vf_trips
+    from costmodel.operands import make_request
+
+    from .traces import request_kwargs
+
+    keys, keep, notes, C, R = [], [], [], [], []
+    for i, row in enumerate(trace.to_dict("records")):
+        try:
+            req = make_request(**request_kwargs(row))
+            plan = lower.lower(req)
+        except PtoCostError as exc:
+            notes.append(f"line {row.get('line', i + 2)}: {exc}")
+            continue
+        t = vf_trips(plan)
+        keys.append(fm.key_of(req, plan.strategy))
+        C.append(t.chunks)
+        R.append(t.rows)
+        keep.append(i)
+    k0 = np.array(["|".join(k.values()) for k in keys], dtype=object)
+    dim = np.array([k["strategy"][:2] for k in keys], dtype=object)
+    k1 = np.array(["|".join([k["name"], k["dtype"], k["dst_dtype"], k["op_params"], k["strategy"][:2]]) for k in keys], dtype=object)
+    fam = np.array([fm.family_of(k) for k in keys], dtype=object)
+    y = trace.iloc[keep]["measured_cycles"].to_numpy(float)
+    return Rows(k0, k1, fam, np.array([k["strategy"] for k in keys], dtype=object), dim,
+                np.array(C, float), np.array(R, float), y, keys), keep, notes
+
+
+def _features(rows: Rows, idx: np.ndarray) -> dict[str, np.ndarray]:
+    out = {t: np.zeros(len(idx)) for t in fm.P_TERMS}
+    for d in ("1d", "2d"):
+        sel = rows.dim[idx] == d
+        if sel.any():
+            f = fm.features(rows.C[idx][sel], rows.R[idx][sel], d)
+            for t in fm.P_TERMS:
+                out[t][sel] = f[t]
+    return out
+
+
+def _family_scales(rows: Rows, idx: np.ndarray) -> dict[tuple[str, str], float]:
+    """Size of each term per family (an unshrunk per-family fit), so deviations are penalised relatively."""
+    feats = _features(rows, idx)
+    out = {}
+    for fam in set(rows.fam[idx]):
+        sel = rows.fam[idx] == fam
+        X = np.column_stack([feats[t][sel] for t in fm.P_TERMS])
+        w = 1 / rows.y[idx][sel]
+        sol = np.linalg.lstsq(X * w[:, None], rows.y[idx][sel] * w, rcond=None)[0]
+        for t, v in zip(fm.P_TERMS, sol):
+            out[(fam, t)] = max(BASE_SCALE[t], 0.5 * abs(v))
+    return out
+
+
+def _fit_p(rows: Rows, idx: np.ndarray, shrink: float, scales) -> dict[str, float]:
+    """Hierarchical fit of the P coefficients on rows `idx`; returns {term|node: value} for every node."""
+    feats = _features(rows, idx)
+    names, cols, parent, scale = [], [], {}, {}
+    for k0 in sorted(set(rows.k0[idx])):
+        sel = rows.k0[idx] == k0
+        j = int(np.flatnonzero(rows.k0 == k0)[0])
+        fam, k1, dim = rows.fam[j], rows.k1[j], rows.dim[j]
+        for t in fm.P_TERMS:
+            n = f"{t}|{k0}"
+            names.append(n)
+            cols.append(np.where(sel, feats[t], 0.0))
+            chain = [n, f"{t}|{k1}", f"{t}|{fam}|{dim}", f"{t}|{fam}"]
+            for a, b in zip(chain, chain[1:]):
+                parent[a] = b
+            for c in chain:
+                scale[c] = scales.get((fam, t), BASE_SCALE[t])
+    fit = fit_linear(np.column_stack(cols), rows.y[idx], names, parent=parent, shrink=shrink, scale=scale, stderr=False)
+    out = dict(zip(fit.names, fit.values))
+    # family/form values for keys the fit never saw: mean of the fitted keys below them
+    for k0 in sorted(set(rows.k0[idx])):
+        j = int(np.flatnonzero(rows.k0 == k0)[0])
+        for t in fm.P_TERMS:
+            out.setdefault(f"{t}|{rows.fam[j]}|{rows.dim[j]}|members", []).append(out[f"{t}|{k0}"])
+    for k in [k for k in out if k.endswith("|members")]:
+        out[k[: -len("|members")]] = float(np.mean(out.pop(k)))
+    return out
+
+
+def _p_value(coef: dict, rows: Rows, i: int) -> float:
+    f = fm.features(rows.C[i], rows.R[i], rows.dim[i])
+    total = 0.0
+    for t in fm.P_TERMS:
+        c = coef.get(f"{t}|{rows.k0[i]}")
+        if c is None:
+            c = coef.get(f"{t}|{rows.fam[i]}|{rows.dim[i]}")
+        if c is None:
+            return np.nan
+        total += c * float(f[t])
+    return total
+
+
+def _d_value(D: dict, rows: Rows, i: int) -> float:
+    d0, d1, d2 = D.get(rows.strategy[i], (50.0, 1.0, 0.0))
+    return d0 + d1 * rows.C[i] + d2 * rows.R[i] * (rows.dim[i] == "2d")
+
+
+def fit_max(rows: Rows, idx: np.ndarray, shrink: float, iterations: int = 10):
+    """Alternate P and D fits on rows `idx`; returns (P coefficients, D per strategy)."""
+    scales = _family_scales(rows, idx)
+    D = {s: D_START.get(s, (50.0, 1.0, 1.0 if s.startswith("2d") else 0.0)) for s in set(rows.strategy)}
+    res = idx
+    coef: dict = {}
+    for _ in range(iterations):
+        coef = _fit_p(rows, res, shrink, scales)
+        P = np.array([_p_value(coef, rows, i) for i in idx])
+        Dv = np.array([_d_value(D, rows, i) for i in idx])
+        bound = idx[(Dv > P + 0.5) | np.isnan(P)]
+        for s in set(rows.strategy[idx]):
+            b = bound[rows.strategy[bound] == s]
+            two = s.startswith("2d")
+            if len(b) >= (3 if two else 2):
+                X = np.column_stack([np.ones(len(b))] + ([rows.R[b]] if two else []))
+                w = 1 / rows.y[b]
+                sol = np.linalg.lstsq(X * w[:, None], (rows.y[b] - rows.C[b]) * w, rcond=None)[0]
+                D[s] = (float(sol[0]), 1.0, float(sol[1]) if two else 0.0)
+        new = np.setdiff1d(idx, bound)
+        if np.array_equal(new, res):
+            break
+        res = new
+    return coef, D
+
+
+def predict_rows(coef: dict, D: dict, rows: Rows, idx: np.ndarray) -> np.ndarray:
+    """Return max(D, P) for rows `idx` (NaN where P has no key or family parameters)."""
+    out = np.empty(len(idx))
+    for j, i in enumerate(idx):
+        p = _p_value(coef, rows, i)
+        out[j] = max(p, _d_value(D, rows, i)) if np.isfinite(p) else np.nan
+    return out
+
+
+@dataclass(frozen=True)
+class A5FormulaFit:
+    rows: tuple[ParamRow, ...]
+    cv_predictions: np.ndarray
+    selection: pd.DataFrame
+    shrink: float
+    report: pd.DataFrame
+    kept: np.ndarray
+
+
+def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = "") -> tuple[A5FormulaFit, list[str]]:
+    """Fit the A5 formula to the trace's a5 rows; returns (fit, notes on rows that could not be lowered)."""
+    trace = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True)
+    rows, keep, notes = lower_rows(trace)
+    used = trace.iloc[keep].reset_index(drop=True)
+    groups = (used["rows"].astype(str) + "x" + used["cols"].astype(str)).to_numpy()
+    folds = grouped_folds(groups, k=min(k, len(set(groups))), seed=seed)
+    allidx = np.arange(len(rows.y))
+    results, best = [], None
+    for shrink in SHRINKS:
+        pred = np.full(len(rows.y), np.nan)
+        for f in np.unique(folds):
+            tr, te = allidx[folds != f], allidx[folds == f]
+            coef, D = fit_max(rows, tr, shrink)
+            pred[te] = predict_rows(coef, D, rows, te)
+        s = summary(pred, rows.y)
+        results.append({"shrink": shrink, **s})
+        if best is None or s["mape"] < best[0]:
+            best = (s["mape"], shrink, pred)
+    _, shrink, cv_pred = best
+    coef, D = fit_max(rows, allidx, shrink)
+    out_rows, report = _to_rows(coef, D, rows, cv_pred, source)
+    return A5FormulaFit(tuple(out_rows), cv_pred, pd.DataFrame(results), shrink, report, np.array(keep)), notes
+
+
+def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str):
+    """Parameter-table rows: per key, per family/form fallback and per-strategy dispatch bounds."""
+    ape = np.abs(cv_pred - rows.y) / rows.y * 100
+    src = f"fit: {source} ({len(rows.y)} rows)" if source else f"fit ({len(rows.y)} rows)"
+    out: list[ParamRow] = []
+    report = []
+    for k0 in sorted(set(rows.k0)):
+        sel = rows.k0 == k0
+        key = rows.keys[int(np.flatnonzero(sel)[0])]
+        cv = float(np.nanmean(ape[sel])) if np.isfinite(ape[sel]).any() else None
+        n = int(sel.sum())
+        for t in fm.P_TERMS:
+            out.append(ParamRow("a5", "vf", "op", key["name"], key["dtype"], key["dst_dtype"], key["strategy"],
+                                key["op_params"], t, float(coef[f"{t}|{k0}"]), None, n, cv, src))
+        report.append({"parameter": k0, "n_obs": n, "cv_mape": cv,
+                       **{t: float(coef[f"{t}|{k0}"]) for t in fm.P_TERMS}})
+    for fam in sorted(set(rows.fam)):
+        for dim in ("1d", "2d"):
+            if f"p0|{fam}|{dim}" not in coef:
+                continue
+            sel = (rows.fam == fam) & (rows.dim == dim)
+            for t in fm.P_TERMS:
+                out.append(ParamRow("a5", "vf", "family", fam, "*", "", dim, "", t, float(coef[f"{t}|{fam}|{dim}"]),
+                                    None, int(sel.sum()), None, f"{src}; mean of the family's fitted keys"))
+    for s, (d0, d1, d2) in sorted(D.items()):
+        n = int((rows.strategy == s).sum())
+        for t, v in zip(fm.D_TERMS, (d0, d1, d2)):
+            out.append(ParamRow("a5", "vf", "dispatch", "*", "*", "", s, "", t, float(v), None, n, None,
+                                f"{src}; d1 fixed at one chunk per cycle (costmodel.md §8 iteration dispatch)" if t == "d1" else src))
+    return out, pd.DataFrame(report)
