@@ -3,7 +3,9 @@
 The engine (`a5_pipeline_engine`) is exact but costs time per dynamic instruction, so trip counts are clipped and
 the result extended linearly: once a loop's schedule is periodic, cycles grow by a fixed period per extra
 iteration. Each *shape* loop (role rows / chunks / elements) whose trip n exceeds its clip C is evaluated at
-C - s and C and extrapolated: f(n) = f(C) + (n - C) (f(C) - f(C - s)) / s, multilinearly over the loops.
+C - s and C and extrapolated from the clipped point B congruent to n modulo s (B in (C - s, C]):
+f(n) = f(B) + (n - B) (f(B) - f(B - s)) / s, multilinearly over the loops; exact once the schedule's period
+divides s.
 Simulations are cached per (program signature, clipped trips), so a sweep of many shapes of one (op, dtype,
 strategy) costs a few dozen small simulations, and `cycles_for` evaluates whole arrays of trip counts at once.
 
@@ -27,8 +29,9 @@ from .a5_pipeline_views import TERMS, BottleneckView, Timeline, critical_path
 
 SHAPE_ROLES = ("rows", "chunks", "elements")
 INNER_CLIP, INNER_SPAN = 48, 12   # innermost shape loops: exact up to 48 trips, slope over the last 12
-OUTER_CLIP, OUTER_SPAN = 8, 4     # outer shape loops (rows): exact up to 8, slope over the last 4
+OUTER_CLIP, OUTER_SPAN = 24, 12   # outer shape loops (rows): exact up to 24, slope over 12 rows (periods 1-4, 6, 12)
 BOTTLENECK_SHARE = 0.98
+MAX_CLIP = 768                    # beyond this a transient is extrapolated as is
 
 
 @dataclass(frozen=True)
@@ -72,12 +75,18 @@ def _has_nested_shape(tpl: Template, lid: int) -> bool:
     return find(tpl.body, False)
 
 
+def _base(n, clip: int, span: int):
+    """The clipped point congruent to n modulo span (so schedules whose period divides span extrapolate exactly)."""
+    return clip - ((clip - n) % span)
+
+
 def _points(n: int, clip: int, span: int) -> list[tuple[int, float]]:
     """Clipped evaluation points and weights for trip n."""
     if n <= clip:
         return [(n, 1.0)]
-    a = (n - clip) / span
-    return [(clip - span, -a), (clip, 1.0 + a)]
+    c = _base(n, clip, span)
+    a = (n - c) / span
+    return [(c - span, -a), (c, 1.0 + a)]
 
 
 class PipelineModel:
@@ -107,11 +116,37 @@ class PipelineModel:
         return hit[1]
 
     def clips(self, tpl: Template) -> dict[int, tuple[int, int]]:
-        """Clip and span of every shape loop of the template."""
+        """Clip and span of every shape loop of the template.
+
+        Starting from the default clip, a loop's clip doubles (up to MAX_CLIP) until its slope over the last span
+        equals the slope over the span before (probed with the other shape loops at 1, 2 and 3 trips): a schedule whose
+        window fills slowly reaches its period late, and extrapolating from inside the transient would be wrong.
+        """
         sig = tpl.signature
         if sig not in self._clips:
-            self._clips[sig] = {lid: ((OUTER_CLIP, OUTER_SPAN) if _has_nested_shape(tpl, lid) else (INNER_CLIP, INNER_SPAN))
-                                for lid in _shape_loops(tpl)}
+            shape = _shape_loops(tpl)
+            out = {}
+            for lid in shape:
+                clip, span = (OUTER_CLIP, OUTER_SPAN) if _has_nested_shape(tpl, lid) else (INNER_CLIP, INNER_SPAN)
+                for k in (1, 2, 3):  # the other shape loops at 1 (flattened), 2 and 3 trips
+                    probe = list(tpl.trips)
+                    for other in shape:
+                        if other != lid:
+                            probe[other] = k
+
+                    def f(n, probe=probe):
+                        probe[lid] = n
+                        return self._sim(tpl, tuple(probe), "fast")
+
+                    while clip < MAX_CLIP:
+                        a, b, c = f(clip - 2 * span), f(clip - span), f(clip)
+                        if abs((c - b) - (b - a)) <= 1e-6 * max(1.0, abs(c)):
+                            break
+                        clip *= 2
+                    if len(shape) == 1:
+                        break
+                out[lid] = (clip, span)
+            self._clips[sig] = out
         return self._clips[sig]
 
     def _sim(self, tpl: Template, trips: tuple[int, ...], mode: str):
@@ -274,9 +309,10 @@ class PipelineModel:
             c, s = clips[lid]
             v = arrays[lid]
             big = v > c
-            lo = np.where(big, c - s, v)
-            hi = np.where(big, c, v)
-            a = np.where(big, (v - c) / s, 0.0)
+            base = _base(v, c, s)
+            lo = np.where(big, base - s, v)
+            hi = np.where(big, base, v)
+            a = np.where(big, (v - base) / s, 0.0)
             per[lid] = (lo, hi, a)
         # distinct clipped points, simulated once each
         grid_vals = {lid: np.unique(np.concatenate([per[lid][0], per[lid][1]])) for lid in lids}
