@@ -122,7 +122,7 @@ class PipelineModel:
         equals the slope over the span before (probed with the other shape loops at 1, 2 and 3 trips): a schedule whose
         window fills slowly reaches its period late, and extrapolating from inside the transient would be wrong.
         """
-        sig = tpl.signature
+        sig = tpl.sig_key
         if sig not in self._clips:
             shape = _shape_loops(tpl)
             out = {}
@@ -150,7 +150,7 @@ class PipelineModel:
         return self._clips[sig]
 
     def _sim(self, tpl: Template, trips: tuple[int, ...], mode: str):
-        key = (tpl.signature, trips, mode)
+        key = (tpl.sig_key, trips, mode)
         hit = self._cache.get(key)
         if hit is None:
             if mode == "record":

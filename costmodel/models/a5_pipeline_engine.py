@@ -20,6 +20,7 @@ are post-processors of that trace (`a5_pipeline_views`). Nothing here prints.
 """
 from __future__ import annotations
 
+import functools
 import heapq
 from bisect import insort
 from dataclasses import dataclass, field
@@ -67,11 +68,17 @@ class Template:
     body: tuple
     n_regs: int
 
-    @property
+    @functools.cached_property
     def signature(self) -> tuple:
         """Timing-relevant structure without trip counts (programs that differ only in trips share it)."""
         return (tuple(i.key() for i in self.instrs), tuple((lp.role, lp.innermost) for lp in self.loops),
                 _shape(self.body))
+
+    @functools.cached_property
+    def sig_key(self) -> tuple[int, int]:
+        """A short cache key of the signature (hash and length; tuples do not cache their hash)."""
+        sig = self.signature
+        return hash(sig), len(sig[0])
 
     @property
     def trips(self) -> tuple[int, ...]:
