@@ -81,19 +81,42 @@ def plan(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
     strategy: StrategyOpt = None,
     json_out: JsonOpt = False,
+    timeline: Annotated[bool, typer.Option("--timeline", help="A5: also print the pipeline model's cycle-by-cycle "
+                                           "issue timeline (loops shown for their first iterations).")] = False,
+    iterations: Annotated[int, typer.Option("--timeline-iterations", help="Iterations of each loop shown in the timeline.")] = 2,
     req: dict = None,
 ) -> None:
     """Print the plan (the intrinsic sequence or VF program) the implementation issues, like a disassembly."""
     import costmodel
+    from costmodel.errors import PtoCostError
     from . import render
 
     kw = _kwargs(req)
     p = costmodel.plan(op, kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None), strategy=strategy, **kw)
+    view = None
+    if timeline:
+        if p.arch != "a5":
+            raise PtoCostError("--timeline needs --arch a5 (the A5 VF pipeline model)")
+        from costmodel.models.a5_pipeline import PipelineModel
+
+        result = PipelineModel().simulate(p)
+        view = (result, result.timeline(max_iterations=max(1, iterations)))
     if json_out:
-        render.emit_json({"op": p.op, "arch": p.arch, "strategy": p.strategy, "counts": p.counts(),
-                          "listing": p.listing().splitlines()})
+        doc = {"op": p.op, "arch": p.arch, "strategy": p.strategy, "counts": p.counts(),
+               "listing": p.listing().splitlines()}
+        if view:
+            doc["pipeline"] = view[0].to_dict()
+            doc["timeline"] = view[1].to_dict()
+        render.emit_json(doc)
     else:
         sys.stdout.write(p.listing() + "\n")
+        if view:
+            result, tl = view
+            note = " (trips of shape loops clipped to 4 for the timeline)" if result.extrapolated or any(
+                n > 4 for n in result.template.trips) else ""
+            sys.stdout.write(f"\n; pipeline model: {result.cycles:.2f} cycles{note}\n")
+            sys.stdout.write(tl.to_text() + "\n")
+            sys.stdout.write(result.bottleneck_view().to_text() + "\n")
 
 
 @app.command()

@@ -345,4 +345,4 @@ def test_cli_plan_and_estimate_on_a5():
     r = subprocess.run(cmd + ["estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--arch", "a5", "--json"],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     doc = json.loads(r.stdout)
-    assert doc["verified"] == "yes" and doc["model"] == "placeholder" and doc["arch"] == "a5"
+    assert doc["verified"] == "yes" and doc["model"] == "pipeline" and doc["arch"] == "a5"

@@ -5,9 +5,10 @@ from ..errors import PtoCostError
 
 _MODELS = {
     ("a2a3", "formula"): ("costmodel.models.a2a3_intrinsic", "IntrinsicModel"),
-    ("a5", "placeholder"): ("costmodel.models.a5_placeholder", "PlaceholderModel"),  # until the A5 models land
+    ("a5", "placeholder"): ("costmodel.models.a5_placeholder", "PlaceholderModel"),  # issue counts, not a prediction
+    ("a5", "pipeline"): ("costmodel.models.a5_pipeline", "PipelineModel"),  # fitted VF pipeline simulation
 }
-_AUTO = {"a2a3": "formula", "a5": "placeholder"}
+_AUTO = {"a2a3": "formula", "a5": "pipeline"}  # a5: pipeline until the A5 formula model lands
 
 
 def register(arch: str, name: str, module: str, cls: str, *, auto: bool = False) -> None:

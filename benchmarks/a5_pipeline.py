@@ -1,0 +1,168 @@
+"""Accuracy and speed of the A5 pipeline model (run on demand: `python benchmarks/a5_pipeline.py`).
+
+* (a) 5-fold cross-validation grouped by shape: all rows of one (rows, cols) are in the same fold;
+* (b) leave-one-op-out: the op's rows are entirely out of the fit, then predicted;
+* per op and overall: MAPE, share within 5 %, worst APE; rows the model cannot explain are listed;
+* speed: estimates/s of the vectorised `cycles_for` path on a 100 000-point grid.
+
+Every fit here starts from the reference defaults (`A5Uarch()`), not from the shipped parameters, so nothing
+of a held-out row leaks in through the starting point; the integer dispatch window is taken from the shipped
+fit (a hyper-parameter chosen on all rows: said so in the output). Skips cleanly when ../shared/measured is absent.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+MEASURED = ROOT.parent / "shared" / "measured" / "a5_vf_cycles.csv"
+
+# Groups the model does not explain structurally (see the report at the end).
+UNEXPLAINED = {
+    "TSEL fp32": "fp32 TSEL: 1D cost depends on trip-count parity and 2D costs ~7 cycles/chunk (upstream keys "
+                 "TSel_b32_even/odd); no class-level mechanism in our program explains it",
+    "TCVT 1D widening, 1 iteration": "1D widening TCVT with one iteration measures more than with 5-10 "
+                                      "iterations (81 vs 65 cycles): not monotone, no pipeline cause",
+}
+
+
+def grouped_folds(groups: np.ndarray, k: int = 5, seed: int = 0) -> np.ndarray:
+    """Fold number per row; all rows of a group share a fold (greedy balance by group size, seeded order)."""
+    uniq, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    order = np.random.default_rng(seed).permutation(len(uniq))
+    order = order[np.argsort(-counts[order], kind="stable")]
+    load = np.zeros(k)
+    fold_of = np.empty(len(uniq), dtype=int)
+    for g in order:
+        f = int(np.argmin(load))
+        fold_of[g] = f
+        load[f] += counts[g]
+    return fold_of[inverse]
+
+
+def _summ(df: pd.DataFrame, col: str) -> pd.DataFrame:
+    from fit.metrics import summary
+
+    rows = []
+    for op, g in df.groupby("op"):
+        s = summary(g[col].to_numpy(), g["measured_cycles"].to_numpy())
+        rows.append({"op": op, **{k: s[k] for k in ("n", "mape", "within_5", "worst_ape")}})
+    s = summary(df[col].to_numpy(), df["measured_cycles"].to_numpy())
+    rows.append({"op": "ALL", **{k: s[k] for k in ("n", "mape", "within_5", "worst_ape")}})
+    return pd.DataFrame(rows)
+
+
+def accuracy(max_nfev: int) -> pd.DataFrame:
+    from costmodel.models.a5_pipeline_uarch import A5Uarch, shipped
+    from fit.pipeline_fit import build_cases, fit_pipeline, predict_cases
+    from fit.traces import check_trace, read_trace
+
+    good, _ = check_trace(read_trace(MEASURED))
+    cases = build_cases(good)
+    fr = cases.frame.copy()
+    window = shipped().window
+    init = A5Uarch()
+    fr["shipped"] = predict_cases(cases, shipped())[cases.row_case]
+    # (a) grouped 5-fold CV
+    folds = grouped_folds((fr["rows"].astype(str) + "x" + fr["cols"].astype(str)).to_numpy(), 5, seed=0)
+    fr["cv"] = np.nan
+    t0 = time.time()
+    for f in range(5):
+        train = np.flatnonzero(folds != f)
+        fit = fit_pipeline(fr, cases=cases, rows=train, init=init, windows=(window,), max_nfev=max_nfev)
+        test = np.flatnonzero(folds == f)
+        pred = predict_cases(cases, fit.uarch)[cases.row_case]
+        fr.loc[test, "cv"] = pred[test]
+        print(f"  fold {f}: {len(train)} train rows, fitted in {time.time() - t0:.0f} s", flush=True)
+    # (b) leave one op out
+    fr["looo"] = np.nan
+    for op in sorted(fr["op"].unique()):
+        train = np.flatnonzero(fr["op"] != op)
+        fit = fit_pipeline(fr, cases=cases, rows=train, init=init, windows=(window,), max_nfev=max_nfev)
+        test = np.flatnonzero(fr["op"] == op)
+        fr.loc[test, "looo"] = predict_cases(cases, fit.uarch)[cases.row_case][test]
+        print(f"  held out {op}: fitted in {time.time() - t0:.0f} s", flush=True)
+    return fr
+
+
+def tag_unexplained(fr: pd.DataFrame) -> pd.Series:
+    tag = pd.Series("", index=fr.index)
+    tag[(fr["op"] == "TSEL") & (fr["dtype"] == "fp32")] = "TSEL fp32"
+    dst_bits = fr["dst_dtype"].map({"fp32": 32, "bf16": 16, "fp16": 16}).fillna(0)
+    src_bits = fr["dtype"].map({"fp32": 32, "bf16": 16, "fp16": 16, "fp8_e4m3": 8, "fp8_e5m2": 8, "hif8": 8,
+                                "fp4_e1m2": 4, "fp4_e2m1": 4}).fillna(0)
+    one_d = fr["rows"].eq(1) | fr["valid_cols"].eq(fr["cols"])
+    small = fr["valid_rows"] * fr["valid_cols"] <= 256
+    tag[(fr["op"] == "TCVT") & (dst_bits > src_bits) & one_d & small] = "TCVT 1D widening, 1 iteration"
+    return tag
+
+
+def speed(n: int = 100_000) -> dict[str, float]:
+    from costmodel import api
+    from costmodel.models.a5_pipeline import PipelineModel
+
+    rng = np.random.default_rng(0)
+    out = {}
+    for label, op, shape, dt, kw in (("TADD f32 2d-no-post-update", "TADD", (10, 224), "f32", {"valid": (10, 192)}),
+                                     ("TEXP f16 1d-post-update", "TEXP", (1, 1280), "f16", {})):
+        prog = api.plan(op, shape, dt, "a5", **kw).body[0]
+        m = PipelineModel()
+        two_d = prog.form.startswith("2d")
+        inner = rng.integers(1, 257 if two_d else 1025, n)
+        outer = rng.integers(1, 65, n) if two_d else None
+        t = time.perf_counter()
+        c = m.cycles_for(prog, inner=inner, outer=outer)
+        cold = time.perf_counter() - t
+        t = time.perf_counter()
+        m.cycles_for(prog, inner=inner, outer=outer)
+        warm = time.perf_counter() - t
+        assert np.isfinite(c).all()
+        out[label] = (n / cold, n / warm)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--max-nfev", type=int, default=20, help="least-squares evaluations per fit")
+    ap.add_argument("--speed-only", action="store_true")
+    args = ap.parse_args()
+    print("vectorised path (cycles_for) on 100 000 random trip pairs:")
+    for label, (cold, warm) in speed().items():
+        print(f"  {label:<30} {cold:>12,.0f} estimates/s (cold cache)  {warm:>12,.0f} estimates/s (warm)")
+    if args.speed_only:
+        return 0
+    if not MEASURED.exists():
+        print(f"skipped accuracy: {MEASURED} is not present")
+        return 0
+    fr = accuracy(args.max_nfev)
+    fr["unexplained"] = tag_unexplained(fr)
+    pd.set_option("display.width", 200)
+    fmt = {"mape": "{:.2f}".format, "within_5": "{:.0f}".format, "worst_ape": "{:.1f}".format}
+    for col, title in (("shipped", "shipped parameters (fitted on all rows; in-sample)"),
+                       ("cv", "(a) 5-fold CV grouped by shape (rows, cols)"),
+                       ("looo", "(b) leave-one-op-out (each op predicted by a fit without its rows)")):
+        print(f"\n{title}")
+        print(_summ(fr, col).to_string(index=False, formatters=fmt))
+        ok = fr[fr["unexplained"] == ""]
+        s = _summ(ok, col).iloc[-1]
+        print(f"  without the unexplained groups: n={s.n} MAPE {s.mape:.2f} % within 5 % {s.within_5:.0f} % worst {s.worst_ape:.1f} %")
+    print("\nrows the model does not explain structurally:")
+    for tag, why in UNEXPLAINED.items():
+        g = fr[fr["unexplained"] == tag]
+        print(f"  {tag} ({len(g)} rows): {why}")
+    worst = fr.assign(ape=(fr["looo"] - fr["measured_cycles"]).abs() / fr["measured_cycles"] * 100)
+    print("\nworst leave-one-op-out rows:")
+    cols = ["op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols", "op_params", "measured_cycles",
+            "looo", "ape", "unexplained"]
+    print(worst.sort_values("ape", ascending=False)[cols].head(15).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,380 @@
+"""A5 pipeline cost model: simulate a plan's VF program on the fitted `A5Uarch` (costmodel.md §8 machine).
+
+The engine (`a5_pipeline_engine`) is exact but costs time per dynamic instruction, so trip counts are clipped and
+the result extended linearly: once a loop's schedule is periodic, cycles grow by a fixed period per extra
+iteration. Each *shape* loop (role rows / chunks / elements) whose trip n exceeds its clip C is evaluated at
+C - s and C and extrapolated from the clipped point B congruent to n modulo s (B in (C - s, C]):
+f(n) = f(B) + (n - B) (f(B) - f(B - s)) / s, multilinearly over the loops; exact once the schedule's period
+divides s.
+Simulations are cached per (program signature, clipped trips), so a sweep of many shapes of one (op, dtype,
+strategy) costs a few dozen small simulations, and `cycles_for` evaluates whole arrays of trip counts at once.
+
+Results: cycles; a breakdown along the critical path (startup, frontend, loop_overhead, window, latency, ports,
+agu, pack_store, drain) whose terms sum to the cycles; named analytical bounds; the bottleneck (bounds >= 98 %
+of the cycles); the recorded trace of the simulation (for the timeline view).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any
+
+import numpy as np
+
+from ..isa_a5 import VfProgram
+from ..plan import Plan
+from .a5_pipeline_engine import Template, Trace, compile_program, simulate
+from .a5_pipeline_uarch import A5Uarch, shipped
+from .a5_pipeline_views import TERMS, BottleneckView, Timeline, critical_path
+
+SHAPE_ROLES = ("rows", "chunks", "elements")
+INNER_CLIP, INNER_SPAN = 48, 12   # innermost shape loops: exact up to 48 trips, slope over the last 12
+OUTER_CLIP, OUTER_SPAN = 24, 12   # outer shape loops (rows): exact up to 24, slope over 12 rows (periods 1-4, 6, 12)
+BOTTLENECK_SHARE = 0.98
+MAX_CLIP = 768                    # beyond this a transient is extrapolated as is
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    """One costed VF program (or the sum over a plan's programs)."""
+
+    cycles: float
+    breakdown: tuple[tuple[str, float], ...]
+    bounds: tuple[tuple[str, float], ...]
+    bottleneck: tuple[str, ...]
+    extrapolated: bool
+    template: Template | None = field(default=None, repr=False, compare=False)
+    trace: Trace | None = field(default=None, repr=False, compare=False)
+
+    def bottleneck_view(self) -> BottleneckView:
+        return BottleneckView(self.cycles, self.bounds, self.bottleneck)
+
+    def timeline(self, max_iterations: int = 2, max_lines: int = 200) -> Timeline:
+        return Timeline(self.template, self.trace, max_iterations, max_lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": 1, "model": "pipeline", "cycles": self.cycles, "breakdown": dict(self.breakdown),
+                "bounds": dict(self.bounds), "bottleneck": list(self.bottleneck), "extrapolated": self.extrapolated}
+
+
+def _shape_loops(tpl: Template) -> list[int]:
+    return [lp.id for lp in tpl.loops if lp.role in SHAPE_ROLES]
+
+
+def _has_nested_shape(tpl: Template, lid: int) -> bool:
+    def find(body, inside):
+        for item in body:
+            if item[0] == "L":
+                here = inside or item[1] == lid
+                if inside and tpl.loops[item[1]].role in SHAPE_ROLES:
+                    return True
+                if find(item[2], here):
+                    return True
+        return False
+
+    return find(tpl.body, False)
+
+
+def _base(n, clip: int, span: int):
+    """The clipped point congruent to n modulo span (so schedules whose period divides span extrapolate exactly)."""
+    return clip - ((clip - n) % span)
+
+
+def _points(n: int, clip: int, span: int) -> list[tuple[int, float]]:
+    """Clipped evaluation points and weights for trip n."""
+    if n <= clip:
+        return [(n, 1.0)]
+    c = _base(n, clip, span)
+    a = (n - c) / span
+    return [(c - span, -a), (c, 1.0 + a)]
+
+
+class PipelineModel:
+    """Prices A5 plans by simulating their VF programs (parameters: the shipped fit unless given)."""
+
+    name = "pipeline"
+
+    def __init__(self, uarch: A5Uarch | None = None):
+        self.uarch = uarch
+        self._cache: dict = {}
+        self._tpl_cache: dict = {}
+        self._clips: dict = {}
+
+    # ----------------------------------------------------------------------------------------------------
+    @property
+    def ua(self) -> A5Uarch:
+        return self.uarch or shipped()
+
+    def template(self, program: VfProgram) -> Template:
+        key = id(program)
+        hit = self._tpl_cache.get(key)
+        if hit is None or hit[0] is not program:
+            hit = (program, compile_program(program))
+            if len(self._tpl_cache) > 4096:
+                self._tpl_cache.clear()
+            self._tpl_cache[key] = hit
+        return hit[1]
+
+    def clips(self, tpl: Template) -> dict[int, tuple[int, int]]:
+        """Clip and span of every shape loop of the template.
+
+        Starting from the default clip, a loop's clip doubles (up to MAX_CLIP) until its slope over the last span
+        equals the slope over the span before (probed with the other shape loops at 1, 2 and 3 trips): a schedule whose
+        window fills slowly reaches its period late, and extrapolating from inside the transient would be wrong.
+        """
+        sig = tpl.sig_key
+        if sig not in self._clips:
+            shape = _shape_loops(tpl)
+            out = {}
+            for lid in shape:
+                clip, span = (OUTER_CLIP, OUTER_SPAN) if _has_nested_shape(tpl, lid) else (INNER_CLIP, INNER_SPAN)
+                for k in (1, 2, 3):  # the other shape loops at 1 (flattened), 2 and 3 trips
+                    probe = list(tpl.trips)
+                    for other in shape:
+                        if other != lid:
+                            probe[other] = k
+
+                    def f(n, probe=probe):
+                        probe[lid] = n
+                        return self._sim(tpl, tuple(probe), "fast")
+
+                    while clip < MAX_CLIP:
+                        a, b, c = f(clip - 2 * span), f(clip - span), f(clip)
+                        if abs((c - b) - (b - a)) <= 1e-6 * max(1.0, abs(c)):
+                            break
+                        clip *= 2
+                    if len(shape) == 1:
+                        break
+                out[lid] = (clip, span)
+            self._clips[sig] = out
+        return self._clips[sig]
+
+    def _sim(self, tpl: Template, trips: tuple[int, ...], mode: str):
+        key = (tpl.sig_key, trips, mode)
+        hit = self._cache.get(key)
+        if hit is None:
+            if mode == "record":
+                c, tr = simulate(tpl, trips, self.ua, record=True)
+                hit = (c, critical_path(tr), tr)
+            else:
+                hit = simulate(tpl, trips, self.ua, latency_only=(mode == "latency"))[0]
+            self._cache[key] = hit
+        return hit
+
+    def combination(self, tpl: Template, trips: tuple[int, ...]) -> list[tuple[tuple[int, ...], float]]:
+        """The clipped trip vectors and weights whose weighted sum of cycles extrapolates `trips`."""
+        clips = self.clips(tpl)
+        axes = []
+        for lid, n in enumerate(trips):
+            axes.append(_points(n, *clips[lid]) if lid in clips else [(n, 1.0)])
+        out = []
+        for combo in product(*axes):
+            w = 1.0
+            for _, wk in combo:
+                w *= wk
+            out.append((tuple(p for p, _ in combo), w))
+        return out
+
+    def program_cycles(self, tpl: Template, trips: tuple[int, ...] | None = None, mode: str = "fast") -> float:
+        """Cycles of the template at `trips` (extrapolated where a shape loop exceeds its clip)."""
+        trips = tpl.trips if trips is None else tuple(trips)
+        total = 0.0
+        for pts, w in self.combination(tpl, trips):
+            v = self._sim(tpl, pts, mode)
+            total += w * (v[0] if mode == "record" else v)
+        return total
+
+    # ----------------------------------------------------------------------------------------------------
+    def simulate_program(self, program: VfProgram, *, trace: bool = True) -> PipelineResult:
+        """Cost one VF program: cycles, critical-path breakdown, bounds, bottleneck and (small) trace."""
+        tpl = self.template(program)
+        trips = tpl.trips
+        combo = self.combination(tpl, trips)
+        cycles = 0.0
+        terms = dict.fromkeys(TERMS, 0.0)
+        for pts, w in combo:
+            c, cp, _ = self._sim(tpl, pts, "record")
+            cycles += w * c
+            for k, v in cp.items():
+                terms[k] += w * v
+        extrapolated = len(combo) > 1 or combo[0][0] != trips
+        tr = None
+        if trace:
+            small = tuple(min(n, 4) if lid in self.clips(tpl) else n for lid, n in enumerate(trips))
+            tr = self._sim(tpl, small, "record")[2]
+        bounds = self.bounds(tpl, trips)
+        neck = tuple(name for name, v in bounds if cycles > 0 and v >= BOTTLENECK_SHARE * cycles)
+        return PipelineResult(cycles, tuple((k, v) for k, v in terms.items() if abs(v) > 1e-9), bounds, neck,
+                              extrapolated, tpl, tr)
+
+    def simulate(self, plan: Plan, *, trace: bool = True) -> PipelineResult:
+        """Cost every VF program of the plan (their cycles, terms and bounds add up)."""
+        progs = [p for p in plan.body if isinstance(p, VfProgram)]
+        if not progs:
+            return PipelineResult(0.0, (), (), (), False)
+        results = [self.simulate_program(p, trace=trace) for p in progs]
+        if len(results) == 1:
+            return results[0]
+        terms: dict[str, float] = {}
+        bounds: dict[str, float] = {}
+        for r in results:
+            for k, v in r.breakdown:
+                terms[k] = terms.get(k, 0.0) + v
+            for k, v in r.bounds:
+                bounds[k] = bounds.get(k, 0.0) + v
+        cycles = sum(r.cycles for r in results)
+        neck = tuple(k for k, v in bounds.items() if v >= BOTTLENECK_SHARE * cycles)
+        return PipelineResult(cycles, tuple(terms.items()), tuple(bounds.items()), neck,
+                              any(r.extrapolated for r in results), results[0].template, results[0].trace)
+
+    def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
+        """Return (cycles, breakdown) — the Estimate contract; the breakdown terms sum to the cycles."""
+        r = self.simulate(plan, trace=False)
+        return r.cycles, r.breakdown
+
+    # ----------------------------------------------------------------------------------------------------
+    def bounds(self, tpl: Template, trips: tuple[int, ...]) -> tuple[tuple[str, float], ...]:
+        """Named lower bounds (Facile style) at full trip counts; each is <= the simulated cycles."""
+        ua = self.ua
+        S, D = ua.startup, ua.drain
+        counts = dynamic_counts(tpl, trips)
+        n_total = sum(counts)
+        if n_total == 0:
+            return (("frontend", S + D),)
+        lat = {"load": ua.load_latency, "store": ua.store_latency, "scalar": ua.scalar_latency, "pred": ua.pred_latency}
+        ii = {"load": ua.load_ii, "store": ua.store_ii, "scalar": ua.scalar_ii, "pred": ua.pred_ii}
+        for ins in tpl.instrs:
+            if ins.unit == "exu":
+                lat[ins.cls], ii[ins.cls] = ua.vector(ins.cls)
+        present = [k for k, ins in enumerate(tpl.instrs) if counts[k]]
+        min_lat = min(lat[tpl.instrs[k].cls] for k in present)
+        out: dict[str, float] = {}
+        entries, chain = loop_front_end(tpl, trips, ua)
+        out["frontend"] = S + D + min_lat + max((n_total - 1) / ua.dispatch_width + entries * ua.loop_entry, chain)
+
+        def pool_bound(name, pick, ports):
+            ks = [k for k in present if pick(tpl.instrs[k])]
+            if not ks:
+                return
+            occ = sum(counts[k] * ii[tpl.instrs[k].cls] for k in ks)
+            ii_max = max(ii[tpl.instrs[k].cls] for k in ks)
+            lmin = min(lat[tpl.instrs[k].cls] for k in ks)
+            out[name] = S + D + max(0.0, occ / ports - ii_max) + lmin
+
+        pool_bound("exu_alu", lambda i: i.unit == "exu" and not i.cls.startswith("sfu") and not i.exu0, ua.exu_ports)
+        pool_bound("exu_sfu", lambda i: i.unit == "exu" and i.cls.startswith("sfu"), ua.exu_ports)
+        pool_bound("exu0", lambda i: i.unit == "exu" and i.exu0, 1)
+        pool_bound("load_ports", lambda i: i.unit == "load", ua.load_ports)
+        pool_bound("store_port", lambda i: i.unit == "store", ua.store_ports)
+        pool_bound("scalar_unit", lambda i: i.unit == "scalar", 1)
+        pool_bound("pred_unit", lambda i: i.unit == "pred", 1)
+        agu = [k for k in present if tpl.instrs[k].agu]
+        if agu:
+            n_agu = sum(counts[k] for k in agu)
+            out["agu"] = S + D + (n_agu - 1) * ua.agu_ii + min(lat[tpl.instrs[k].cls] for k in agu)
+        out["latency"] = self.program_cycles(tpl, trips, mode="latency")
+        return tuple(out.items())
+
+    # ----------------------------------------------------------------------------------------------------
+    def cycles_for(self, program: VfProgram, *, inner=None, outer=None) -> np.ndarray:
+        """Vectorised cycles of `program`'s loop nest for arrays of trip counts.
+
+        `inner` = trips of the innermost shape loop (chunks per row, or 1D iterations), `outer` = trips of the
+        row loop (2D). Every other loop keeps the program's own trip count. Trip counts must be >= 1.
+        """
+        tpl = self.template(program)
+        shape = _shape_loops(tpl)
+        outer_ids = [lid for lid in shape if _has_nested_shape(tpl, lid)]
+        inner_ids = [lid for lid in shape if lid not in outer_ids]
+        arrays = {}
+        for ids, vals, what in ((inner_ids, inner, "inner"), (outer_ids, outer, "outer")):
+            if vals is None:
+                continue
+            if not ids:
+                raise ValueError(f"this program has no {what} shape loop")
+            for lid in ids:
+                arrays[lid] = np.asarray(vals, dtype=np.int64)
+        if not arrays:
+            return np.full(1, self.program_cycles(tpl))
+        n = np.broadcast_shapes(*(a.shape for a in arrays.values()))
+        arrays = {k: np.broadcast_to(v, n) for k, v in arrays.items()}
+        if any((v < 1).any() for v in arrays.values()):
+            raise ValueError("trip counts must be >= 1")
+        clips = self.clips(tpl)
+        base = list(tpl.trips)
+        lids = sorted(arrays)
+        # per loop: (low point, high point, weight of high point); exact trips have low == high
+        per = {}
+        for lid in lids:
+            c, s = clips[lid]
+            v = arrays[lid]
+            big = v > c
+            base = _base(v, c, s)
+            lo = np.where(big, base - s, v)
+            hi = np.where(big, base, v)
+            a = np.where(big, (v - base) / s, 0.0)
+            per[lid] = (lo, hi, a)
+        # distinct clipped points, simulated once each
+        grid_vals = {lid: np.unique(np.concatenate([per[lid][0], per[lid][1]])) for lid in lids}
+        table = {}
+        for combo in product(*(grid_vals[lid].tolist() for lid in lids)):
+            trips = base.copy()
+            for lid, p in zip(lids, combo):
+                trips[lid] = int(p)
+            table[combo] = self._sim(tpl, tuple(trips), "fast")
+        # gather: multilinear combination of low/high corners
+        shape_idx = {lid: {int(p): k for k, p in enumerate(grid_vals[lid].tolist())} for lid in lids}
+        dense = np.empty([len(grid_vals[lid]) for lid in lids])
+        for combo, v in table.items():
+            dense[tuple(shape_idx[lid][p] for lid, p in zip(lids, combo))] = v
+        idx_lo = [np.searchsorted(grid_vals[lid], per[lid][0]) for lid in lids]
+        idx_hi = [np.searchsorted(grid_vals[lid], per[lid][1]) for lid in lids]
+        out = np.zeros(n)
+        for corner in product((0, 1), repeat=len(lids)):
+            w = np.ones(n)
+            idx = []
+            for bit, lid, lo, hi in zip(corner, lids, idx_lo, idx_hi):
+                a = per[lid][2]
+                w = w * (1.0 + a if bit else -a)
+                idx.append(hi if bit else lo)
+            out += w * dense[tuple(idx)]
+        return out
+
+
+def dynamic_counts(tpl: Template, trips: tuple[int, ...]) -> list[int]:
+    """Dynamic issue count of every static instruction at the given trips."""
+    counts = [0] * len(tpl.instrs)
+
+    def visit(body, mult):
+        for item in body:
+            if item[0] == "i":
+                counts[item[1]] += mult
+            else:
+                visit(item[2], mult * max(trips[item[1]], 0))
+
+    visit(tpl.body, 1)
+    return counts
+
+
+def loop_front_end(tpl: Template, trips: tuple[int, ...], ua: A5Uarch) -> tuple[int, float]:
+    """(loop instances entered with >= 2 trips, the serial loop-overhead chain of innermost loops in cycles)."""
+    entries = 0
+    chain = 0.0
+
+    def visit(body, mult):
+        nonlocal entries, chain
+        for item in body:
+            if item[0] != "L":
+                continue
+            n = trips[item[1]]
+            if n <= 0:
+                continue
+            if n >= 2:
+                entries += mult
+            lp = tpl.loops[item[1]]
+            if lp.innermost:
+                chain += mult * ((ua.loop_entry if n >= 2 else 0.0) + (n - 1) * ua.iter_gap)
+            visit(item[2], mult * n)
+
+    visit(tpl.body, 1)
+    return entries, chain

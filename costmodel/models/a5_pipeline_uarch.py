@@ -1,0 +1,135 @@
+"""The A5 VF pipeline's microarchitecture parameters: one frozen dataclass, read from data/a5_pipeline_params.csv.
+
+The CSV is the output of `fit/pipeline_fit.py` (columns name, value, stderr, unit, source); parameters the fit
+does not move are marked `fixed` there with the reference section they come from (costmodel.md §8, VfSim).
+Every timing parameter is per *instruction class* (`vector_class`), never per op x shape. Times are cycles and
+may be fractional: the engine schedules on a continuous time line, so a fitted initiation interval of 0.67
+means three accesses per two cycles.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, fields, replace
+
+from ..dtypes import dtype as as_dtype
+from ..errors import PtoCostError
+
+PARAMS_FILE = "a5_pipeline_params.csv"
+
+# Vector instruction classes (costmodel.md §8: ALU / SFU functional units, VCVT by width; ours: by width ratio).
+ALU_OPS = frozenset({"vadd", "vsub", "vmax", "vmin", "vand", "vor", "vxor", "vshl", "vshr", "vadds", "vmaxs",
+                     "vmins", "vshls", "vshrs", "vabs", "vneg", "vrelu", "vnot", "vmov", "vdup", "vsel",
+                     "vcmp_eq", "vcmp_ne", "vcmp_ge", "vcmp_gt", "vcmps_gt"})
+MUL_OPS = frozenset({"vmul", "vmuls"})
+SFU_OPS = frozenset({"vexp", "vln", "vsqrt", "vdiv"})
+CONVERT_OPS = frozenset({"vcvt", "vtrc"})
+EXU0_ONLY = frozenset({"vdup", "vcmax", "vcmin", "vcadd"})  # costmodel.md §8 port sets
+VECTOR_CLASSES = ("alu", "mul", "sfu32", "sfu16", "cvt1", "cvt_w2", "cvt_w4", "cvt_n2", "cvt_n4")
+
+
+@dataclass(frozen=True)
+class A5Uarch:
+    """Timing of the A5 vector-function pipeline (all times in cycles)."""
+
+    # --- front end (in-order dispatch) ---
+    startup: float = 23.0          # cycle of the first possible dispatch after the VF is launched (VfSim gate 21-23, §8)
+    drain: float = 12.0            # cycles from the last instruction done to the end of the VF (vf_drain_cost, §8)
+    dispatch_width: float = 4.0    # instructions dispatched per cycle, in program order (VfSim IDU: up to 5, §8)
+    window: int = 24               # dispatched-but-not-issued instructions before dispatch stalls (VfSim IDU 6 + EXQ, §8)
+    loop_entry: float = 5.0        # front-end bubble on entering a loop instance of >= 2 trips (1-trip loops are
+    #                                flattened, §8 "canonicalize single-super-iteration loops")
+    iter_gap: float = 1.0          # min cycles between starts of consecutive iterations of an innermost loop (§8)
+    outer_gap: float = 1.0         # min cycles between starts of consecutive iterations of an outer loop (§8 uses 7)
+    # --- memory pipes ---
+    load_ports: int = 2            # vector load ports (§8)
+    store_ports: int = 1           # vector store ports (§8)
+    load_latency: float = 6.0      # vlds/plds issue -> data usable by a consumer (§8 VLDS -> compute forwarding 6)
+    load_ii: float = 1.0           # cycles a load occupies its port
+    store_latency: float = 9.0     # vsts issue -> done (§8 data_store_cost 9)
+    store_ii: float = 1.0          # cycles a store occupies the store port
+    ptr_latency: float = 1.0       # a POST_UPDATE access -> its advanced pointer usable (inferred)
+    agu_ii: float = 0.67           # occupancy of the single address unit per explicit address that has a row term
+    #                                (2D no-post-update); 1D and post-update addresses do not use it (inferred)
+    pack_store_serial: float = 3.0  # a quarter-register packing store (<= 64 B, 4:1 narrowing TCVT) waits until the
+    #                                 packing stores of earlier iterations are done, plus this (inferred)
+    pack_store_pu_gap: float = 80.0  # extra wait when that earlier store is the previous chunk of the same
+    #                                  POST_UPDATE loop instance (partial-block hazard, inferred; one global value)
+    # --- scalar and predicate units (one port each) ---
+    scalar_latency: float = 1.0    # smov/sadd result usable
+    scalar_ii: float = 1.0
+    pred_latency: float = 1.0      # plt/pset/pand result (and plt's post-updated counter) usable (§8 plt 2 = total)
+    pred_ii: float = 1.0
+    # --- vector classes on the two EXU ports (EXU0-only ops use port 0) ---
+    exu_ports: int = 2             # issue ports EXU0, EXU1 (§8)
+    alu_latency: float = 5.0       # simple ALU, compare, select, move, dup -> consumer (§8: 2-6)
+    alu_ii: float = 1.0            # (§8 same-op II 1)
+    mul_latency: float = 6.0       # vmul/vmuls (§8 VMUL latency 8, forwarding 4-6)
+    mul_ii: float = 1.0
+    sfu32_latency: float = 14.0    # exp/ln/sqrt/div on 32-bit lanes (§8 VEXP 16, VDIV 17; forwarding 13-15)
+    sfu32_ii: float = 4.0          # (§8 VEXP/VDIV II 4 in fp32)
+    sfu16_latency: float = 19.0    # the same on 16-bit lanes (§8 21/22; forwarding 18-20)
+    sfu16_ii: float = 8.0          # (§8 II 8 in fp16)
+    cvt1_latency: float = 7.0      # vcvt/vtrc between equal widths (§8 VCVT f32<->s32 8)
+    cvt1_ii: float = 1.0
+    cvt_w2_latency: float = 7.0    # vcvt widening 2x (f16/bf16 -> f32; §8 VCVT f16<->f32 7)
+    cvt_w2_ii: float = 1.0
+    cvt_w4_latency: float = 7.0    # vcvt widening 4x (fp8/hif8 -> f32, fp4 -> bf16)
+    cvt_w4_ii: float = 1.0
+    cvt_n2_latency: float = 7.0    # vcvt narrowing 2x (f32 -> f16/bf16, f16 -> hif8)
+    cvt_n2_ii: float = 1.0
+    cvt_n4_latency: float = 7.0    # vcvt narrowing 4x (f32 -> fp8/hif8, bf16 -> fp4)
+    cvt_n4_ii: float = 1.0
+
+    def vector(self, cls: str) -> tuple[float, float]:
+        """Return (latency, initiation interval) of a vector class."""
+        return getattr(self, f"{cls}_latency"), getattr(self, f"{cls}_ii")
+
+    def with_values(self, values: dict[str, float]) -> "A5Uarch":
+        """Return a copy with some fields replaced (integer fields are rounded)."""
+        ints = {f.name for f in fields(self) if f.type in ("int", int)}
+        return replace(self, **{k: (int(round(v)) if k in ints else float(v)) for k, v in values.items()})
+
+
+PARAM_NAMES = tuple(f.name for f in fields(A5Uarch))
+
+
+def vector_class(op: str, dtype: str, attrs: dict | None = None) -> str:
+    """Return the parameter class of a vector op (`vexp` on f16 -> `sfu16`, a 4:1 narrowing vcvt -> `cvt_n4`)."""
+    if op in SFU_OPS:
+        return "sfu32" if as_dtype(dtype).bits >= 32 else "sfu16"
+    if op in MUL_OPS:
+        return "mul"
+    if op in CONVERT_OPS:
+        src = as_dtype(dtype).bits
+        to = (attrs or {}).get("to")
+        dst = as_dtype(to).bits if to else src
+        if src == dst:
+            return "cvt1"
+        ratio = 4 if max(src, dst) >= 4 * min(src, dst) else 2
+        return f"cvt_{'w' if dst > src else 'n'}{ratio}"
+    return "alu"
+
+
+def read_params(path=None) -> tuple[A5Uarch, dict[str, dict[str, str]]]:
+    """Return (uarch, rows by name) from a parameter CSV (the shipped one by default)."""
+    import csv
+
+    from .._data import data_path
+
+    p = data_path(PARAMS_FILE) if path is None else path
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.DictReader(line for line in fh if not line.startswith("#"))]
+    except FileNotFoundError:
+        raise PtoCostError(f"A5 pipeline parameters {p} not found; run `pto-cost fit --model pipeline`") from None
+    by_name = {r["name"]: r for r in rows}
+    unknown = sorted(set(by_name) - set(PARAM_NAMES))
+    if unknown:
+        raise PtoCostError(f"{p}: unknown A5 pipeline parameter(s) {', '.join(unknown)}")
+    return A5Uarch().with_values({k: float(r["value"]) for k, r in by_name.items()}), by_name
+
+
+@functools.cache
+def shipped() -> A5Uarch:
+    """Return the parameters shipped in data/a5_pipeline_params.csv."""
+    return read_params()[0]

@@ -1,0 +1,141 @@
+"""Views over one A5 pipeline simulation: timeline, critical-path breakdown, bottleneck report.
+
+They read a `Trace` (and a `PipelineResult`) and never change the simulation. Each view offers `to_text()` and
+`to_dict()`.
+
+Timeline (like llvm-mca's): one line per dynamic instruction, columns = cycles.
+
+    [it]   dispatch  issue   done  why        0123456789012345678901234567890
+    [0]        23.0   23.0   24.0  dispatched .......................DE
+    [0]        23.2   23.2   29.2  dispatched .......................Deeeeee
+    ...
+
+`D` dispatch, `=` waiting to issue, `e` executing (issue .. done), `E` done. Times are rounded down to whole
+cycles for the chart; the columns carry the exact (possibly fractional) stamps.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .a5_pipeline_engine import Template, Trace
+
+# critical-path segment categories -> breakdown term
+_TERM = {"dispatched": "frontend", "dispatch": "frontend", "loop_entry": "loop_overhead", "iter_gap": "loop_overhead",
+         "window": "window", "operand": "latency", "pack_store": "pack_store", "exu": "exu_ports", "load": "load_ports",
+         "store": "store_port", "agu": "agu", "scalar": "scalar_unit", "pred": "pred_unit", "start": "frontend"}
+TERMS = ("startup", "frontend", "loop_overhead", "window", "latency", "exu_ports", "load_ports", "store_port", "agu",
+         "scalar_unit", "pred_unit", "pack_store", "drain")
+
+
+def critical_path(tr: Trace) -> dict[str, float]:
+    """Split the simulated cycles along the critical path into named terms that sum to the total.
+
+    Walks back from the last-finishing instruction: each issue stamp was bound by its dispatch, an operand
+    (latency), a busy port or a store-order hazard; each dispatch by the front end (width, loop bubbles,
+    iteration gaps) or the window. Every step's time difference is charged to that cause.
+    """
+    terms = dict.fromkeys(TERMS, 0.0)
+    terms["startup"] = tr.startup
+    terms["drain"] = tr.drain
+    if not len(tr):
+        terms["frontend"] = tr.end - tr.startup - tr.drain
+        return terms
+    last = max(range(len(tr)), key=lambda k: (tr.done[k], k))
+    terms["latency"] += tr.done[last] - tr.issue[last]
+    node, point = last, "i"
+    guard = 0
+    while node >= 0 and guard < 10 * len(tr) + 10:
+        guard += 1
+        if point == "i":
+            t, why, by, at = tr.issue[node], tr.why_issue[node], tr.by_issue[node], tr.at_issue[node]
+        else:
+            t, why, by, at = tr.dispatch[node], tr.why_dispatch[node], tr.by_dispatch[node], tr.at_dispatch[node]
+        if by < 0 or (by == node and at == point):
+            terms[_TERM.get(why, "frontend")] += t - tr.startup
+            break
+        prev = tr.issue[by] if at == "i" else tr.dispatch[by]
+        terms[_TERM.get(why, "frontend")] += t - prev
+        node, point = by, at
+    return terms
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The timeline view of a recorded simulation (first `max_iterations` iterations of each loop shown)."""
+
+    template: Template
+    trace: Trace
+    max_iterations: int = 2
+    max_lines: int = 200
+
+    def rows(self) -> list[dict]:
+        tr, out = self.trace, []
+        for k in range(len(tr)):
+            if any(i >= self.max_iterations for i in tr.iters[k]):
+                continue
+            ins = self.template.instrs[tr.static[k]]
+            out.append({"index": k, "iterations": list(tr.iters[k]), "instruction": ins.text.strip(),
+                        "unit": tr.port[k], "dispatch": tr.dispatch[k], "issue": tr.issue[k], "done": tr.done[k],
+                        "stall": tr.why_issue[k] if tr.why_issue[k] != "dispatched" else tr.why_dispatch[k]})
+            if len(out) >= self.max_lines:
+                break
+        return out
+
+    def to_dict(self) -> dict:
+        return {"schema_version": 1, "view": "timeline", "cycles": self.trace.end, "rows": self.rows()}
+
+    def to_text(self) -> str:
+        rows = self.rows()
+        if not rows:
+            return "(no instruction issued)"
+        t0 = int(math.floor(min(r["dispatch"] for r in rows)))
+        t1 = int(math.ceil(max(r["done"] for r in rows)))
+        width = min(t1 - t0 + 1, 160)
+        head = f"{'[iters]':<10}{'dispatch':>9}{'issue':>8}{'done':>8}  {'stall':<12}{'unit':<7}"
+        scale = "".join(str((t0 + c) % 10) for c in range(width))
+        lines = [f"timeline from cycle {t0} (each column one cycle; D dispatch, = wait, e execute, E done)",
+                 f"{head}{scale}  instruction"]
+        for r in rows:
+            d, i, e = (int(math.floor(r[x])) - t0 for x in ("dispatch", "issue", "done"))
+            chart = ["."] * width
+            for c in range(max(d, 0), min(i, width)):
+                chart[c] = "="
+            for c in range(max(i, 0), min(e, width)):
+                chart[c] = "e"
+            if 0 <= e < width:
+                chart[e] = "E"
+            if 0 <= d < width:
+                chart[d] = "D"
+            it = ",".join(str(x) for x in r["iterations"]) or "-"
+            lines.append(f"{'[' + it + ']':<10}{r['dispatch']:>9.2f}{r['issue']:>8.2f}{r['done']:>8.2f}  "
+                         f"{r['stall']:<12}{r['unit']:<7}{''.join(chart)}  {r['instruction']}")
+        shown = len(rows)
+        if shown < len(self.trace):
+            lines.append(f"... {len(self.trace) - shown} more dynamic instructions not shown "
+                         f"(first {self.max_iterations} iterations of each loop)")
+        lines.append(f"VF cycles {self.trace.end:.2f} = last done + drain {self.trace.drain:g}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class BottleneckView:
+    """Named bounds next to the simulated cycles; bounds reaching >= 98 % of it are the bottleneck."""
+
+    cycles: float
+    bounds: tuple[tuple[str, float], ...]
+    bottleneck: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"schema_version": 1, "view": "bottleneck", "cycles": self.cycles, "bounds": dict(self.bounds),
+                "bottleneck": list(self.bottleneck)}
+
+    def to_text(self) -> str:
+        lines = [f"simulated {self.cycles:.2f} cycles; bounds (>= 98 % of it = bottleneck):"]
+        for name, v in sorted(self.bounds, key=lambda kv: -kv[1]):
+            mark = "  <- bottleneck" if name in self.bottleneck else ""
+            share = v / self.cycles * 100 if self.cycles else 0.0
+            lines.append(f"  {name:<14}{v:>10.2f}  {share:5.1f} %{mark}")
+        if not self.bottleneck:
+            lines.append("  no single bound within 98 %: latency and throughput limits interact")
+        return "\n".join(lines)
