@@ -311,6 +311,7 @@ def fit_cmd(
     cv: Annotated[int, typer.Option("--cv", help="Folds of the cross-validation grouped by tile shape.")] = 5,
     model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all.")] = "formula",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
+    pipeline_output: Annotated[str, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters.")] = "data/a5_pipeline_params.csv",
     json_out: JsonOpt = False,
 ) -> None:
     """Fit model parameters to measured traces: per group n, parameters ± standard error, cross-validated MAPE."""
@@ -323,7 +324,11 @@ def fit_cmd(
     if model not in ("formula", "pipeline", "all"):
         raise PtoCostError(f"unknown model {model!r}; accepted: formula, pipeline, all")
     run = fit_traces(traces, k=cv, model=model)
-    written = 0 if dry_run else write_params(run.rows, output)
+    written = 0 if dry_run or not run.rows else write_params(run.rows, output)
+    if run.pipeline is not None and not dry_run:
+        from fit.pipeline_fit import write_params as write_pipeline
+
+        write_pipeline(run.pipeline, pipeline_output)
     if json_out:
         render.emit_json({"output": None if dry_run else output, "rows_written": written,
                           "bad_rows": [str(p) for p in run.problems],

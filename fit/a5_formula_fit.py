@@ -223,17 +223,18 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str):
         key = rows.keys[int(np.flatnonzero(sel)[0])]
         cv = float(np.nanmean(ape[sel])) if np.isfinite(ape[sel]).any() else None
         n = int(sel.sum())
-        for t in fm.P_TERMS:
+        terms = fm.P_TERMS if key["strategy"].startswith("2d") else fm.P_TERMS[:2]  # 1D: no row features
+        for t in terms:
             out.append(ParamRow("a5", "vf", "op", key["name"], key["dtype"], key["dst_dtype"], key["strategy"],
                                 key["op_params"], t, float(coef[f"{t}|{k0}"]), None, n, cv, src))
         report.append({"parameter": k0, "n_obs": n, "cv_mape": cv,
-                       **{t: float(coef[f"{t}|{k0}"]) for t in fm.P_TERMS}})
+                       **{t: (float(coef[f"{t}|{k0}"]) if t in terms else 0.0) for t in fm.P_TERMS}})
     for fam in sorted(set(rows.fam)):
         for dim in ("1d", "2d"):
             if f"p0|{fam}|{dim}" not in coef:
                 continue
             sel = (rows.fam == fam) & (rows.dim == dim)
-            for t in fm.P_TERMS:
+            for t in (fm.P_TERMS if dim == "2d" else fm.P_TERMS[:2]):
                 out.append(ParamRow("a5", "vf", "family", fam, "*", "", dim, "", t, float(coef[f"{t}|{fam}|{dim}"]),
                                     None, int(sel.sum()), None, f"{src}; mean of the family's fitted keys"))
     for s, (d0, d1, d2) in sorted(D.items()):

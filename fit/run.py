@@ -18,6 +18,7 @@ class FitRun:
     problems: list[Problem]
     sections: list[dict] = field(default_factory=list)
     rows: list = field(default_factory=list)
+    pipeline: object = None
 
 
 def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: int = 0) -> FitRun:
@@ -45,4 +46,40 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         run.sections.append({"arch": "a2a3", "model": "formula", "selection": fit.selection,
                              "choice": f"shrink {fit.shrink}, dtype effects {fit.dtypes}", "report": fit.report,
                              "cv": summary(fit.cv_predictions, y[: len(fit.cv_predictions)]), "notes": notes})
+    if "a5" in arches and model in ("formula", "all"):
+        from .a5_formula_fit import fit_a5_formula
+
+        fit, notes = fit_a5_formula(trace, k=k, seed=seed, source=source)
+        y = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True).iloc[fit.kept]["measured_cycles"].to_numpy(float)
+        run.rows += list(fit.rows)
+        rep = fit.report.rename(columns={"parameter": "key"})
+        run.sections.append({"arch": "a5", "model": "formula", "selection": fit.selection,
+                             "choice": f"shrink {fit.shrink}", "report": _a5_report(fit.report),
+                             "cv": summary(fit.cv_predictions, y), "notes": notes})
+    if "a5" in arches and model in ("pipeline", "all"):
+        from .pipeline_fit import build_cases, fit_pipeline, fit_report
+
+        a5 = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True)
+        pfit = fit_pipeline(a5, cases=build_cases(a5), trace_name=source)
+        run.pipeline = pfit
+        run.sections.append({"arch": "a5", "model": "pipeline", "selection": pd.DataFrame(),
+                             "choice": f"window {pfit.uarch.window}", "report": _pipeline_report(pfit),
+                             "cv": {"n": pfit.n_rows, "mape": float("nan"), "median_ape": float("nan"),
+                                    "worst_ape": float("nan"), "within_5": float("nan")},
+                             "notes": [fit_report(pfit)]})
     return run
+
+
+def _a5_report(report: pd.DataFrame) -> pd.DataFrame:
+    """One report row per fitted key: its five coefficients as `p0..p4` in the value column."""
+    rows = []
+    for r in report.to_dict("records"):
+        coeffs = " ".join(f"{t}={r[t]:.3g}" for t in ("p0", "p1", "p2", "p3", "p4") if abs(r[t]) > 1e-9)
+        rows.append({"parameter": f"{r['parameter']}  {coeffs}", "value": r["p1"], "stderr": None,
+                     "n_obs": r["n_obs"], "cv_mape": r["cv_mape"]})
+    return pd.DataFrame(rows)
+
+
+def _pipeline_report(fit) -> pd.DataFrame:
+    return pd.DataFrame([{"parameter": n, "value": getattr(fit.uarch, n), "stderr": fit.stderr.get(n),
+                          "n_obs": fit.n_obs.get(n, 0), "cv_mape": None} for n in fit.free])

@@ -345,4 +345,15 @@ def test_cli_plan_and_estimate_on_a5():
     r = subprocess.run(cmd + ["estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--arch", "a5", "--json"],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     doc = json.loads(r.stdout)
-    assert doc["verified"] == "yes" and doc["model"] == "pipeline" and doc["arch"] == "a5"
+    assert doc["verified"] == "yes" and doc["model"] == "formula" and doc["arch"] == "a5"
+
+
+def test_auto_model_falls_back_to_the_pipeline_without_formula_parameters():
+    import costmodel
+
+    measured = costmodel.estimate("TMINS", "1x640", "f32", arch="a5", verify=False)
+    unmeasured = costmodel.estimate("TABS", "1x640", "f32", arch="a5", verify=False)
+    assert measured.model == "formula" and unmeasured.model == "pipeline"
+    assert costmodel.estimate("TABS", "1x640", "f32", arch="a5", model="pipeline", verify=False).cycles == unmeasured.cycles
+    with pytest.raises(costmodel.PtoCostError, match="no A5 formula parameters"):
+        costmodel.estimate("TABS", "1x640", "f32", arch="a5", model="formula", verify=False)

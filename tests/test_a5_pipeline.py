@@ -197,7 +197,7 @@ def test_cost_is_the_estimate_contract():
     p = api.plan("TMINS", (16, 200), "f32", "a5", valid=(16, 190), scalar=1.0)
     cycles, bd = PipelineModel().cost(p)
     assert cycles == pytest.approx(sum(v for _, v in bd))
-    e = api.estimate("TMINS", (16, 200), "f32", "a5", valid=(16, 190), scalar=1.0, verify=False)
+    e = api.estimate("TMINS", (16, 200), "f32", "a5", valid=(16, 190), scalar=1.0, verify=False, model="pipeline")
     assert e.model == "pipeline" and e.cycles == pytest.approx(cycles)
 
 

@@ -7,8 +7,9 @@ _MODELS = {
     ("a2a3", "formula"): ("costmodel.models.a2a3_intrinsic", "IntrinsicModel"),
     ("a5", "placeholder"): ("costmodel.models.a5_placeholder", "PlaceholderModel"),  # issue counts, not a prediction
     ("a5", "pipeline"): ("costmodel.models.a5_pipeline", "PipelineModel"),  # fitted VF pipeline simulation
+    ("a5", "formula"): ("costmodel.models.a5_formula", "A5FormulaModel"),  # fitted closed forms per key
 }
-_AUTO = {"a2a3": "formula", "a5": "pipeline"}  # a5: pipeline until the A5 formula model lands
+_AUTO = {"a2a3": "formula", "a5": "formula+pipeline"}  # a5: formula where the key has parameters, else pipeline
 
 
 def register(arch: str, name: str, module: str, cls: str, *, auto: bool = False) -> None:
@@ -27,6 +28,11 @@ def model_for(arch: str, name: str = "auto"):
     import importlib
 
     key = _AUTO.get(arch, "formula") if name in ("auto", None, "") else name
+    if "+" in key:
+        from .auto import FormulaThenPipeline
+
+        first, second = key.split("+")
+        return FormulaThenPipeline(model_for(arch, first), model_for(arch, second))
     if (arch, key) not in _MODELS:
         raise PtoCostError(f"unknown model {name!r} for {arch}; accepted: auto, {', '.join(names(arch))}")
     mod, cls = _MODELS[(arch, key)]

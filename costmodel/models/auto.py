@@ -1,0 +1,27 @@
+"""The `auto` model: the arch's formula model where it has parameters for the request, else the pipeline model."""
+from __future__ import annotations
+
+from ..errors import NotModelledError
+from ..plan import Plan
+
+
+class FormulaThenPipeline:
+    """Prices with the formula model when its table covers the key; otherwise with the pipeline simulation.
+
+    `name` reports which model priced the last plan, so every estimate says what it used.
+    """
+
+    def __init__(self, formula, pipeline):
+        self.formula = formula
+        self.pipeline = pipeline
+        self.name = formula.name
+
+    def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
+        """Return (cycles, breakdown) from the formula model, falling back to the pipeline model."""
+        try:
+            out = self.formula.cost(plan)
+            self.name = self.formula.name
+        except NotModelledError:
+            out = self.pipeline.cost(plan)
+            self.name = self.pipeline.name
+        return out
