@@ -309,10 +309,10 @@ class PipelineModel:
             c, s = clips[lid]
             v = arrays[lid]
             big = v > c
-            base = _base(v, c, s)
-            lo = np.where(big, base - s, v)
-            hi = np.where(big, base, v)
-            a = np.where(big, (v - base) / s, 0.0)
+            b = _base(v, c, s)
+            lo = np.where(big, b - s, v)
+            hi = np.where(big, b, v)
+            a = np.where(big, (v - b) / s, 0.0)
             per[lid] = (lo, hi, a)
         # distinct clipped points, simulated once each
         grid_vals = {lid: np.unique(np.concatenate([per[lid][0], per[lid][1]])) for lid in lids}
