@@ -275,6 +275,41 @@ class PipelineModel:
         out["latency"] = self.program_cycles(tpl, trips, mode="latency")
         return tuple(out.items())
 
+    def _fill_prefixes(self, tpl: Template, base: list[int], values: dict[int, list[int]]) -> None:
+        """Cache the cycles of every needed trip count of the last top-level shape loop from one simulation each.
+
+        When the program ends with a shape loop L, the program with L cut to k >= 2 trips is a prefix of the
+        program with L at its largest needed trip count (in-order dispatch: see `simulate(prefixes=...)`), so one
+        simulation per combination of the other loops' trips gives all of them (a 2D sweep simulated its rows
+        1..24 one by one before).
+        """
+        last = tpl.body[-1] if tpl.body else None
+        if last is None or last[0] != "L" or last[1] not in values:
+            return
+        lid = last[1]
+        ks = [k for k in values[lid] if k >= 2]
+        if len(ks) < 2:
+            return
+        top = max(ks)
+        others = [o for o in values if o != lid]
+        for combo in product(*(values[o] for o in others)):
+            trips = list(base)
+            for o, p in zip(others, combo):
+                trips[o] = int(p)
+            keys = {}
+            for k in ks:
+                trips[lid] = int(k)
+                keys[k] = (tpl.sig_key, tuple(trips), "fast")
+            if all(key in self._cache for key in keys.values()):
+                continue
+            trips[lid] = int(top)
+            marks: list[float] = []
+            total = simulate(tpl, tuple(trips), self.ua, prefixes=(lid, marks))[0]
+            ends = {k + 1: v for k, v in enumerate(marks)}  # cycles after k + 1 completed iterations
+            ends[top] = total
+            for k, key in keys.items():
+                self._cache.setdefault(key, ends[k])
+
     # ----------------------------------------------------------------------------------------------------
     def cycles_for(self, program: VfProgram, *, inner=None, outer=None) -> np.ndarray:
         """Vectorised cycles of `program`'s loop nest for arrays of trip counts.
@@ -316,6 +351,7 @@ class PipelineModel:
             per[lid] = (lo, hi, a)
         # distinct clipped points, simulated once each
         grid_vals = {lid: np.unique(np.concatenate([per[lid][0], per[lid][1]])) for lid in lids}
+        self._fill_prefixes(tpl, base, {lid: grid_vals[lid].tolist() for lid in lids})
         table = {}
         for combo in product(*(grid_vals[lid].tolist() for lid in lids)):
             trips = base.copy()

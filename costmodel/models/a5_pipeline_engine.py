@@ -248,11 +248,16 @@ class _Port:
 
 
 def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool = False,
-             latency_only: bool = False) -> tuple[float, Trace | None]:
+             latency_only: bool = False, prefixes: tuple[int, list[float]] | None = None) -> tuple[float, Trace | None]:
     """Schedule the program; return (VF cycles, trace or None).
 
     `latency_only` keeps only dependencies and store-order hazards (infinite width, ports and window): the
     dependency-chain bound.
+
+    `prefixes = (loop id, out)` appends to `out`, at the start of every iteration k >= 1 of that loop, the end
+    time of everything issued so far plus the drain: the cycles of the same program with the loop cut to k
+    trips, *provided* nothing follows the loop in the stream and k >= 2 (with one trip the loop is flattened and
+    pays no entry). Dispatch is in program order, so no later instruction changes an earlier one's stamps.
     """
     stream = expand(tpl, trips)
     instrs = tpl.instrs
@@ -291,6 +296,8 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
     for item in stream:
         if item < 0:
             lid, code = unmark(item)
+            if prefixes is not None and code == NEXT and lid == prefixes[0]:
+                prefixes[1].append(end + ua.drain)
             if code == ENTER:
                 if not latency_only:
                     t_fe, fe_why, fe_by = t_fe + ua.loop_entry, "loop_entry", n - 1
