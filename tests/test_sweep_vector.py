@@ -179,3 +179,148 @@ def test_a5_formula_closed_form_equals_the_plan_path(group):
 @given(groups("a5", max_rows=40, max_shapes=3))
 def test_a5_pipeline_cycles_for_equals_the_plan_path(group):
     _check_group(group, "pipeline", PipelineModel)
+
+
+@pytest.mark.parametrize("op", ["TADD", "TMINS"])
+def test_a5_pipeline_every_2d_post_update_structure(op):
+    # 2D post-update programs differ in loop structure: a full-chunk loop or not, a tail chunk or not, a pointer
+    # adjustment at the row end or not (f32: 64 elements per chunk); one group holds all six, rows 3 and 30
+    shapes = [(r, c, r, vc) for r in (3, 30) for c, vc in ((64, 64), (128, 64), (64, 40), (128, 40), (128, 100),
+                                                           (256, 100))]
+    group = ("a5", op, "f32", {"static_valid": False, "vf_impl_kind": "VFIMPL_2D_POST_UPDATE"}, shapes)
+    assert _check_group(group, "pipeline", PipelineModel) == len(shapes)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the sweep contract: closed-form and per-request paths give the same frame
+
+import pandas as pd  # noqa: E402
+
+from costmodel import estimate  # noqa: E402
+from costmodel.sweep import sweep  # noqa: E402
+
+ASKS = ["default", "default", "all", "1LNorm", "1lnorm", "2LNormRowRpt", "2LNormColVLAlign", "1LNormSmall",
+        "2d-post-update", "1D-POST-UPDATE", "ViaFloat", "HighPrecision", "no-such-strategy"]
+
+
+@st.composite
+def frames(draw):
+    rows = []
+    for _ in range(draw(st.integers(1, 4))):
+        arch = draw(st.sampled_from(["a2a3", "a5"]))
+        op, dtype = draw(st.sampled_from(OPS[arch]))
+        unit = 256 // BITS[dtype]
+        scalar = draw(st.sampled_from([np.nan, 2.0])) if op.endswith("S") else np.nan
+        sv = draw(st.booleans())
+        for _ in range(draw(st.integers(1, 5))):
+            r = draw(st.integers(1, 70))
+            c = unit * draw(st.integers(1, max(1, 512 // unit)))
+            rows.append({"op": op, "dtype": dtype, "arch": arch, "rows": r, "cols": c,
+                         "valid_rows": draw(st.integers(1, r)), "valid_cols": draw(st.one_of(st.just(c), st.integers(1, c))),
+                         "static_valid": sv, "scalar": scalar, "strategy": draw(st.sampled_from(ASKS))})
+    return pd.DataFrame(rows)
+
+
+@given(frames())
+def test_sweep_closed_form_and_per_request_paths_give_the_same_frame(frame):
+    fast = sweep(frame)
+    slow = sweep(frame, vectorised=False)
+    pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+    # input rows stay in order; only `all` rows may turn into several
+    single = frame["strategy"] != "all"
+    kept = fast.drop_duplicates(subset=["op", "dtype", "arch", "rows", "cols", "valid_rows", "valid_cols"], keep="first")
+    assert len(fast) >= len(frame) and fast["default"].sum() <= len(frame)
+    if single.all():
+        assert len(fast) == len(frame) and (fast["rows"].to_numpy() == frame["rows"].to_numpy()).all()
+    assert len(kept) <= len(frame)
+
+
+def _no_fallback(monkeypatch):
+    import sys
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the closed form should have covered this row")
+
+    monkeypatch.setattr(sys.modules["costmodel.sweep"], "evaluate_key", refuse)
+
+
+# costmodel.md §6 worked examples: (op, rows, cols, valid cols, static valid), default mode, stub cycles (count-aware)
+WORKED = [("TMINS", 64, 64, 64, False, "f16", "2LNormRowRpt", 96), ("TMINS", 64, 64, 64, True, "f16", "1LNorm", 62),
+          ("TMINS", 16, 200, 190, False, "f32", "2LNormRowRpt", 80), ("TADD", 16, 200, 190, False, "f32", "2LNormRowRpt", 138),
+          ("TMINS", 1, 3600, 3600, False, "f16", "1LCount", 63), ("TADD", 1, 3600, 3600, False, "f16", "1LCount", 102),
+          ("TEXP", 1, 3600, 3600, False, "f16", "1LNorm", 91)]
+
+
+def test_worked_examples_through_the_closed_form(monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.setenv("PTO_COST_PARAMS", str(Path(__file__).parent / "data" / "upstream_stub_params.csv"))
+    _no_fallback(monkeypatch)
+    frame = pd.DataFrame([{"op": op, "rows": r, "cols": c, "valid_cols": vc, "static_valid": sv, "dtype": dt}
+                          for op, r, c, vc, sv, dt, _, _ in WORKED])
+    out = sweep(frame)
+    assert out["strategy"].tolist() == [w[6] for w in WORKED]
+    assert out["cycles"].tolist() == pytest.approx([w[7] for w in WORKED])
+    assert out["default"].all() and (out["model"] == "formula").all() and (out["note"] == "").all()
+
+
+def test_all_expands_default_first_and_marks_the_fastest(monkeypatch):
+    _no_fallback(monkeypatch)
+    frame = pd.DataFrame({"op": ["TADD", "TADD"], "dtype": "f32", "arch": ["a2a3", "a5"], "rows": 16, "cols": 200,
+                          "valid_cols": 200, "strategy": "all"})
+    out = sweep(frame)
+    for arch, g in out.groupby("arch", sort=False):
+        legal = list(lower.legal_strategies(make_request("TADD", (16, 200), "f32", arch=arch)))
+        assert g["strategy"].tolist() == legal and g["default"].tolist() == [True] + [False] * (len(legal) - 1)
+        cycles = {s: estimate("TADD", "16x200", "f32", arch=arch, strategy=s, verify=False).cycles for s in legal}
+        assert g["cycles"].tolist() == [cycles[s] for s in legal]
+        assert (g["best"] == min(legal, key=lambda s: (cycles[s], legal.index(s)))).all()
+
+
+def test_named_strategies_match_case_insensitively_and_illegal_ones_say_what_is_legal(monkeypatch):
+    _no_fallback(monkeypatch)
+    frame = pd.DataFrame({"op": "TMINS", "dtype": "f16", "rows": 64, "cols": 64, "valid_cols": [64, 60, 60, 60],
+                          "strategy": ["2lnormrowrpt", "1LNorm", "2LNormColVLAlign", "nonsense"]})
+    out = sweep(frame)
+    assert out["strategy"].tolist() == ["2LNormRowRpt", "1LNorm", "2LNormColVLAlign", "nonsense"]
+    assert out["cycles"].iloc[0] == estimate("TMINS", "64x64", "f16", strategy="2LNormRowRpt", verify=False).cycles
+    assert out["cycles"].iloc[1:].isna().all()
+    assert out["note"].iloc[1] == "strategy 1LNorm is not legal here; legal: 2LNormRowRpt, 2LCount"
+    assert out["note"].iloc[3].startswith("strategy nonsense is not legal here")
+    rpt, count = (estimate("TMINS", "64x64", "f16", valid="64x60", strategy=s, verify=False).cycles
+                  for s in ("2LNormRowRpt", "2LCount"))
+    assert (out["best"].iloc[1:] == ("2LCount" if count < rpt else "2LNormRowRpt")).all()
+
+
+def test_model_column_names_the_model_of_each_strategy(tmp_path, monkeypatch):
+    # a table with A5 formula parameters for TMAX f32 1d-post-update only: `auto` prices that strategy with the
+    # formula and the others with the pipeline simulation, and each row says which
+    src = Path_data("formula_params.csv").read_text().splitlines()
+    keep = [src[0]] + [line for line in src[1:] if ",a5,vf,dispatch," in line]
+    keep += [f"1,a5,vf,op,TMAX,f32,,1d-post-update,,{t},{v},,1,,test" for t, v in (("p0", 60.0), ("p1", 1.5))]
+    path = tmp_path / "params.csv"
+    path.write_text("\n".join(keep) + "\n")
+    monkeypatch.setenv("PTO_COST_PARAMS", str(path))
+    _no_fallback(monkeypatch)
+    out = sweep(pd.DataFrame({"op": ["TMAX"], "dtype": "f32", "arch": "a5", "rows": 8, "cols": 128, "strategy": "all"}))
+    for rec in out.to_dict("records"):
+        e = estimate("TMAX", "8x128", "f32", arch="a5", strategy=rec["strategy"], verify=False)
+        assert (rec["model"], rec["cycles"]) == (e.model, e.cycles)
+    assert set(out["model"]) == {"formula", "pipeline"}
+
+
+def Path_data(name):
+    from costmodel._data import data_path
+
+    return data_path(name)
+
+
+def test_rows_the_requests_reject_get_the_per_request_notes():
+    frame = pd.DataFrame({"op": "TADD", "dtype": "f16", "arch": ["a2a3", "a2a3", "a5", "a2a3"],
+                          "rows": [64, 4096, 64, 8], "cols": [100, 64, 64, 64], "valid_rows": [64, 4096, 65, 8]})
+    out = sweep(frame)
+    assert out["cycles"].isna().tolist() == [True, True, True, False]
+    assert "multiple of 16" in out["note"].iloc[0]
+    assert "unified buffer" in out["note"].iloc[1]
+    assert "larger than the tile" in out["note"].iloc[2]
+    assert out["strategy"].iloc[:3].tolist() == ["", "", ""]
