@@ -29,27 +29,51 @@ OUTPUT_COLUMNS = ("cycles", "strategy", "model", "default", "best", "note")
 ASK_DEFAULT, ASK_ALL, ASK_UNKNOWN = -1, -2, -3
 
 
-def _normalise(frame):
-    df = frame.copy(deep=False)  # copy-on-write: the caller's frame is never modified
-    if "strategy" not in df:
-        df["strategy"] = "default"
-    df["strategy"] = df["strategy"].fillna("default").astype(str).replace({"": "default", "None": "default"})
-    for col, src in (("valid_rows", "rows"), ("valid_cols", "cols")):
-        if col not in df:
-            df[col] = df[src]
-        df[col] = df[col].fillna(df[src]).astype(int)
-    if "dst_dtype" not in df:
-        df["dst_dtype"] = ""
-    df["dst_dtype"] = df["dst_dtype"].fillna("").astype(str)
-    if "arch" not in df:
-        df["arch"] = "a2a3"
-    if "static_valid" not in df:
-        df["static_valid"] = False
-    return df
+class _Frame:
+    """The normalised request frame: the caller's columns plus the defaults `sweep` adds (DESIGN.md §2).
+
+    Added columns that hold one value for every row (strategy `default`, arch `a2a3`, dst_dtype ``, static_valid
+    False) are kept as constants and only materialised in the output.
+    """
+
+    def __init__(self, frame):
+        self.df = frame.copy(deep=False)  # copy-on-write: the caller's frame is never modified
+        self.n = len(frame)
+        self.order = list(frame.columns)
+        self.const: dict[str, Any] = {}
+        df = self.df
+        if "strategy" not in df:
+            self._add("strategy", "default")
+        for col, src in (("valid_rows", "rows"), ("valid_cols", "cols")):
+            if col not in df:
+                df[col] = df[src]
+                self.order.append(col)
+            elif df[col].hasnans:
+                df[col] = df[col].fillna(df[src])
+            if df[col].dtype != np.int64:
+                df[col] = df[col].astype(np.int64)
+        if "dst_dtype" not in df:
+            self._add("dst_dtype", "")
+        elif df["dst_dtype"].hasnans or df["dst_dtype"].dtype == object:
+            df["dst_dtype"] = df["dst_dtype"].fillna("").astype(str)
+        if "arch" not in df:
+            self._add("arch", "a2a3")
+        if "static_valid" not in df:
+            self._add("static_valid", False)
+
+    def _add(self, col: str, value: Any) -> None:
+        self.const[col] = value
+        self.order.append(col)
+
+    def __contains__(self, col: str) -> bool:
+        return col in self.order
+
+    def value(self, col: str, i: int):
+        return self.const[col] if col in self.const else self.df[col].iat[i]
 
 
-def _key_columns(df) -> list[str]:
-    return [c for c in (*REQUEST_COLUMNS, *PARAM_COLUMNS) if c in df.columns]
+def _key_columns(f) -> list[str]:
+    return [c for c in (*REQUEST_COLUMNS, *PARAM_COLUMNS) if c in f]
 
 
 def request_kwargs(values: dict[str, Any], rows: int, cols: int, vr: int, vc: int) -> dict[str, Any]:
@@ -115,7 +139,55 @@ def evaluate_key(values: dict[str, Any], model: str | Models) -> tuple[dict[str,
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# grouping
+# grouping: rows that differ only in shape
+
+_NA = object()  # one key for every missing value
+
+
+def _key(v):
+    return _NA if v is None or (isinstance(v, float) and v != v) else v
+
+
+def _runs(col) -> tuple[np.ndarray, list] | None:
+    """(start of each run of equal values, the run's value) when a column comes in few runs, else None."""
+    import pandas as pd
+
+    n = len(col)
+    limit = max(64, n // 32)
+    if isinstance(col.dtype, pd.StringDtype) and getattr(col.dtype, "storage", "") == "pyarrow":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pa.array(col.array)
+        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+        starts, values, offset = [], [], 0
+        for chunk in chunks:
+            ree = pc.run_end_encode(chunk)
+            ends = np.asarray(ree.run_ends, dtype=np.int64)
+            starts.append(offset + np.concatenate([[0], ends[:-1]]))
+            values.extend(ree.values.to_pylist())
+            offset += len(chunk)
+            if len(values) > limit:
+                return None
+        return (np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)), values
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        v = col.cat.codes.to_numpy()
+        change = np.flatnonzero(v[1:] != v[:-1]) + 1
+    else:
+        v = col.to_numpy()
+        if len(v) > 1 and v.dtype == object and (v[0] == v[1:]).all():  # one value (a common constant column)
+            change = np.zeros(0, dtype=np.int64)
+        else:
+            neq = v[1:] != v[:-1]
+            if v.dtype.kind in "fO":
+                na = pd.isna(v)
+                neq &= ~(na[1:] & na[:-1])
+            change = np.flatnonzero(neq) + 1
+    if len(change) >= limit:
+        return None
+    starts = np.concatenate([[0], change]).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+    return starts, [col.iat[int(i)] for i in starts]
+
 
 def _codes(col) -> np.ndarray:
     """Integer codes of a column's values (missing values -> -1)."""
@@ -123,50 +195,85 @@ def _codes(col) -> np.ndarray:
 
     if isinstance(col.dtype, pd.CategoricalDtype):
         return col.cat.codes.to_numpy(np.int64)
-    if isinstance(col.dtype, pd.StringDtype) and getattr(col.dtype, "storage", "") == "pyarrow":
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        enc = pc.dictionary_encode(pa.array(col.array))
-        return np.asarray(enc.indices.fill_null(-1), dtype=np.int64)
     return pd.factorize(col, use_na_sentinel=True)[0].astype(np.int64)
 
 
-def _group_ids(df, cols: list[str]) -> tuple[np.ndarray, int]:
-    """Return (dense group id per row, number of groups) over the given columns."""
-    n = len(df)
+def _groups(f, cols: list[str]) -> list[tuple[dict[str, Any], slice | np.ndarray]]:
+    """[(group values, row positions)]: rows equal in `cols`; slices when a group is one run of rows."""
+    n = f.n
+    if n == 0:
+        return []
+    const = {c: f.const[c] for c in cols if c in f.const}
+    live = [c for c in cols if c not in f.const]
+    runs = {}
+    for c in live:
+        r = _runs(f.df[c])
+        if r is None:
+            return _groups_by_codes(f, cols)
+        runs[c] = r
+    bounds = np.unique(np.concatenate([np.zeros(1, dtype=np.int64), *(r[0] for r in runs.values())]))
+    ends = np.append(bounds[1:], n)
+    at = {c: np.searchsorted(runs[c][0], bounds, side="right") - 1 for c in live}
+    by_key: dict[tuple, list[tuple[int, int]]] = {}
+    first: dict[tuple, dict[str, Any]] = {}
+    for k, (a, b) in enumerate(zip(bounds.tolist(), ends.tolist())):
+        values = {c: runs[c][1][at[c][k]] for c in live}
+        key = tuple(_key(values[c]) for c in live)
+        by_key.setdefault(key, []).append((a, b))
+        first.setdefault(key, {**const, **values})
+    out = []
+    for key, spans in by_key.items():
+        rows = slice(*spans[0]) if len(spans) == 1 else np.concatenate([np.arange(a, b) for a, b in spans])
+        out.append(({c: first[key][c] for c in cols}, rows))
+    return out
+
+
+def _groups_by_codes(f, cols: list[str]):
+    n = f.n
     gid = np.zeros(n, dtype=np.int64)
     span = 1
     for c in cols:
-        code = _codes(df[c]) + 1
-        k = int(code.max()) + 1 if n else 1
+        if c in f.const:
+            continue
+        code = _codes(f.df[c]) + 1
+        k = int(code.max()) + 1
         if span * k >= 1 << 62:  # re-densify before the product overflows
             gid = np.unique(gid, return_inverse=True)[1].astype(np.int64)
-            span = int(gid.max()) + 1 if n else 1
+            span = int(gid.max()) + 1
         gid = gid * k + code
         span *= k
-    if span <= max(1 << 20, 4 * n):
-        present = np.zeros(span, dtype=bool)
-        present[gid] = True
-        remap = np.cumsum(present) - 1
-        return remap[gid], int(present.sum())
-    uniq, inv = np.unique(gid, return_inverse=True)
-    return inv.astype(np.int64), len(uniq)
+    gid = np.unique(gid, return_inverse=True)[1].ravel()
+    order = np.argsort(gid, kind="stable")
+    bounds = np.cumsum(np.bincount(gid))
+    out = []
+    for rows in np.split(order, bounds[:-1]):
+        i = int(rows[0])
+        out.append(({c: f.value(c, i) for c in cols}, rows))
+    return out
 
 
-def _group_rows(gid: np.ndarray, n_groups: int) -> list[np.ndarray | slice]:
-    """Row positions of every group (slices when each group is one run of rows, as in grid sweeps)."""
-    n = len(gid)
-    if n == 0:
-        return []
-    starts = np.concatenate([[0], np.flatnonzero(gid[1:] != gid[:-1]) + 1])
-    if len(starts) == n_groups:
-        ends = np.append(starts[1:], n)
-        return [slice(int(a), int(b)) for a, b in zip(starts, ends)]
-    small = gid.astype(np.int16 if n_groups < 1 << 15 else np.int64)
-    order = np.argsort(small, kind="stable")
-    bounds = np.cumsum(np.bincount(gid, minlength=n_groups))
-    return np.split(order, bounds[:-1])
+def _asked(f) -> tuple[np.ndarray, list[str]]:
+    """(code per row, the distinct `strategy` values), missing and empty values read as `default`."""
+    import pandas as pd
+
+    if "strategy" in f.const:
+        return np.zeros(f.n, dtype=np.int64), ["default"]
+    col = f.df["strategy"]
+    runs = _runs(col)
+    if runs is not None:
+        starts, values = runs
+        codes = np.repeat(np.arange(len(values)), np.diff(np.append(starts, f.n)))
+    else:
+        codes, values = pd.factorize(col, use_na_sentinel=False)
+        values = list(values)
+
+    def norm(v):
+        if v is None or (isinstance(v, float) and v != v):
+            return "default"
+        s = str(v)
+        return "default" if s in ("", "None") else s
+
+    return codes.astype(np.int64), [norm(v) for v in values]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -186,118 +293,167 @@ class _Strings:
             self.items.append(s)
         return c
 
-    def array(self, codes: np.ndarray) -> np.ndarray:
-        return np.array(self.items, dtype=object)[codes]
-
 
 class _Entries:
+    """Output rows collected from blocks: per part the input rows (a slice or positions), the rank of each entry
+    among its row's entries (`all` rows), and per field an array or one value for the whole part."""
+
     def __init__(self, asked: list[str]):
         self.strings = _Strings()
-        self.asked = asked                                       # unique `strategy` values of the frame
-        self.asked_code = np.array([self.strings.code(a) for a in asked], dtype=np.int64)
-        self.parts: list[tuple[np.ndarray, ...]] = []
+        self.asked = asked                                       # distinct `strategy` values of the frame
+        self.asked_code = np.array([self.strings.code(a) for a in asked], dtype=np.int32)
+        self.named = np.array([a not in ("default", "all") for a in asked], dtype=bool)
+        self.parts: list[dict[str, Any]] = []
+        self.expanded = False
 
     def _ask_index(self, strategies: tuple[str, ...]) -> np.ndarray:
-        """Per unique asked value: ASK_DEFAULT, ASK_ALL, the matching strategy index or ASK_UNKNOWN."""
+        """Per distinct asked value: ASK_DEFAULT, ASK_ALL, the matching strategy's index or ASK_UNKNOWN."""
         lower = {s.lower(): j for j, s in enumerate(strategies)}
-        out = []
-        for a in self.asked:
-            out.append(ASK_DEFAULT if a == "default" else ASK_ALL if a == "all" else lower.get(a.lower(), ASK_UNKNOWN))
-        return np.array(out, dtype=np.int64)
+        return np.array([ASK_DEFAULT if a == "default" else ASK_ALL if a == "all" else lower.get(a.lower(), ASK_UNKNOWN)
+                         for a in self.asked], dtype=np.int64)
 
-    def add(self, rows: np.ndarray, asked: np.ndarray, strategies: tuple[str, ...], cycles: np.ndarray,
-            legal: np.ndarray, default: np.ndarray, models: tuple[str, ...]) -> None:
-        """Entries of rows with a table: per row the legal strategies, their cycles, the default index."""
-        n, S = legal.shape
-        if n == 0:
+    def _part(self, rows, **fields) -> None:
+        self.parts.append({"rows": rows, **fields})
+
+    def add(self, rows, asked: np.ndarray, strategies: tuple[str, ...], cycles: np.ndarray, legal: np.ndarray,
+            default: np.ndarray, models: tuple[str, ...], best: np.ndarray | None = None,
+            dval: np.ndarray | None = None) -> None:
+        """Entries of rows with a table: `cycles` and `legal` are (strategies, rows), `default` indexes strategies
+        (and is legal); `rows` are the input rows (a slice or positions); `best` and `dval` as `vector.best_of`
+        fills them (computed here when not given)."""
+        from .vector import best_of
+
+        S, m = legal.shape
+        if m == 0:
             return
-        sc = np.array([self.strings.code(s) for s in strategies], dtype=np.int64)
-        mc = np.array([self.strings.code(m) for m in models], dtype=np.int64)
-        cols = np.arange(S)
-        rank = np.where(cols[None, :] == default[:, None], 0, cols[None, :] + 1)
-        masked = np.where(legal, cycles, np.inf)
-        low = masked.min(axis=1)
-        best = np.argmin(np.where(legal & (masked == low[:, None]), rank, S + 1), axis=1)
+        sc = np.array([self.strings.code(s) for s in strategies], dtype=np.int32)
+        mc = np.array([self.strings.code(x) for x in models], dtype=np.int32)
+        if best is None or dval is None:
+            best, dval = np.empty(m, dtype=np.int64), np.empty(m)
+            best_of(cycles, default, best, dval)
+        ask = self._ask_index(strategies)
+        if (ask == ASK_DEFAULT).all():  # every row wants its default strategy
+            one_model = len(set(models)) == 1
+            self._part(rows, cycles=dval, strategy=(sc, default), model=mc[0] if one_model else (mc, default),
+                       default=True, best=(sc, best), note=0)
+            return
         best_code = sc[best]
-        k = self._ask_index(strategies)[asked]
-        r_all = np.arange(n)
-        # one entry per row: the default, or the strategy asked for
+        ar = np.arange(m)
+        flat = np.ascontiguousarray(cycles).ravel()
+        rows = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
+        k = ask[asked]
         single = k != ASK_ALL
         j = np.where(k >= 0, k, default)
-        ok = single & ((k == ASK_DEFAULT) | ((k >= 0) & legal[r_all, np.maximum(k, 0)]))
+        ok = single & ((k == ASK_DEFAULT) | ((k >= 0) & legal[np.maximum(k, 0), ar]))
         sel = np.flatnonzero(ok)
         js = j[sel]
-        self.parts.append((rows[sel], np.zeros(len(sel), dtype=np.int64), cycles[sel, js], sc[js], mc[js],
-                           js == default[sel], best_code[sel], np.zeros(len(sel), dtype=np.int64)))
+        self._part(rows[sel], cycles=flat[js * m + sel], strategy=sc[js], model=mc[js], default=js == default[sel],
+                   best=best_code[sel], note=0)
         bad = np.flatnonzero(single & ~ok)
         if len(bad):
-            bits = (legal[bad] * (1 << np.arange(S))[None, :]).sum(axis=1)
+            bits = (legal[:, bad] * (1 << np.arange(S))[:, None]).sum(axis=0)
             combo = np.stack([asked[bad], bits, default[bad]], axis=1)
             uniq, inv = np.unique(combo, axis=0, return_inverse=True)
             notes = []
             for a, b, d in uniq.tolist():
                 names = [strategies[d]] + [s for i, s in enumerate(strategies) if b >> i & 1 and i != d]
                 notes.append(self.strings.code(f"strategy {self.asked[a]} is not legal here; legal: {', '.join(names)}"))
-            self.parts.append((rows[bad], np.zeros(len(bad), dtype=np.int64), np.full(len(bad), np.nan),
-                               self.asked_code[asked[bad]], mc[default[bad]], np.zeros(len(bad), dtype=bool),
-                               best_code[bad], np.array(notes, dtype=np.int64)[inv.ravel()]))
+            self._part(rows[bad], cycles=np.nan, strategy=self.asked_code[asked[bad]], model=mc[default[bad]],
+                       default=False, best=best_code[bad], note=np.array(notes, dtype=np.int32)[inv.ravel()])
         many = np.flatnonzero(~single)
         if len(many):
-            lg = legal[many]
-            rk = np.where(np.arange(S)[None, :] == default[many][:, None], 0,
-                          np.cumsum(lg & (np.arange(S)[None, :] != default[many][:, None]), axis=1))
-            r, s = np.nonzero(lg)
-            self.parts.append((rows[many][r], rk[r, s], cycles[many][r, s], sc[s], mc[s], s == default[many][r],
-                               best_code[many][r], np.zeros(len(r), dtype=np.int64)))
+            lg = legal[:, many]
+            d = default[many]
+            s_idx = np.arange(S)[:, None]
+            rank = np.where(s_idx == d[None, :], 0, np.cumsum(lg & (s_idx != d[None, :]), axis=0))
+            s, r = np.nonzero(lg)
+            self._part(rows[many][r], rank=rank[s, r], cycles=flat[s * m + many[r]], strategy=sc[s], model=mc[s],
+                       default=s == d[r], best=best_code[many][r], note=0)
+            self.expanded = True
 
-    def add_errors(self, rows: np.ndarray, asked: np.ndarray, note: str) -> None:
-        """One entry per row: NaN cycles and the reason (strategy kept when a name was asked for)."""
-        if len(rows) == 0:
+    def add_errors(self, rows, asked: np.ndarray, note: str) -> None:
+        """One entry per row: NaN cycles and the reason (the strategy kept when a name was asked for)."""
+        m = len(asked)
+        if m == 0:
             return
-        named = np.array([a not in ("default", "all") for a in self.asked], dtype=bool)[asked]
-        strat = np.where(named, self.asked_code[asked], 0)
-        self.parts.append((rows, np.zeros(len(rows), dtype=np.int64), np.full(len(rows), np.nan), strat,
-                           np.zeros(len(rows), dtype=np.int64), np.zeros(len(rows), dtype=bool),
-                           np.zeros(len(rows), dtype=np.int64), np.full(len(rows), self.strings.code(note))))
+        strat = np.where(self.named[asked], self.asked_code[asked], 0)
+        self._part(rows, cycles=np.nan, strategy=strat, model=0, default=False, best=0, note=self.strings.code(note))
 
-    def frame(self, df):
+    def frame(self, f):
         """The output frame: the input columns (repeated for `all` rows), the strategy column replaced, results."""
         import pandas as pd
 
-        n = len(df)
-        fields = [np.concatenate([p[i] for p in self.parts]) if self.parts else np.empty(0)
-                  for i in range(8)]
-        rows, rank, cycles, strat, model, default, best, note = fields
-        counts = np.bincount(rows.astype(np.int64), minlength=n)
-        if len(rows) == n and (counts == 1).all():
-            pos, take = rows.astype(np.int64), None
-        else:
+        n = f.n
+        if self.expanded:
+            listed = [p["rows"] for p in self.parts if not isinstance(p["rows"], slice)]
+            counts = np.bincount(np.concatenate(listed), minlength=n) if listed else np.zeros(n, dtype=np.int64)
+            for p in self.parts:
+                if isinstance(p["rows"], slice):
+                    counts[p["rows"]] += 1
             offsets = np.cumsum(counts) - counts
-            pos = offsets[rows.astype(np.int64)] + rank.astype(np.int64)
+            where = [offsets[p["rows"]] + p.get("rank", 0) for p in self.parts]
             take = np.repeat(np.arange(n), counts)
-        m = len(rows)
-
-        def place(values, dtype):
-            out = np.empty(m, dtype=dtype)
-            out[pos] = values
-            return out
-
-        text = {name: pd.Series(self.strings.array(place(v, np.int64)), dtype=object, copy=False)
-                for name, v in (("strategy", strat), ("model", model), ("best", best), ("note", note))}
+            m = int(counts.sum())
+        else:
+            where = [p["rows"] for p in self.parts]
+            take, m = None, n
+        out = {"cycles": np.empty(m), "default": np.empty(m, dtype=bool)}
+        for p, pos in zip(self.parts, where):
+            for name, arr in out.items():
+                arr[pos] = p[name]
+        text = {name: self._categorical(name, where, m) for name in ("strategy", "model", "best", "note")}
         cols = {}
-        for c in df.columns:
+        for c in f.order:
             if c == "strategy":
                 cols[c] = text["strategy"]
+            elif c in f.const:
+                v = f.const[c]
+                cols[c] = (pd.Categorical.from_codes(np.zeros(m, dtype=np.int8), [v]) if isinstance(v, str)
+                           else np.full(m, v))
             elif take is None:
-                cols[c] = df[c].reset_index(drop=True)
+                cols[c] = f.df[c].reset_index(drop=True)
             else:
-                cols[c] = df[c].take(take).reset_index(drop=True)
-        cols["cycles"] = place(cycles, np.float64)
+                cols[c] = f.df[c].take(take).reset_index(drop=True)
+        cols["cycles"] = out["cycles"]
         cols["model"] = text["model"]
-        cols["default"] = place(default, bool)
+        cols["default"] = out["default"]
         cols["best"] = text["best"]
         cols["note"] = text["note"]
         return pd.DataFrame(cols, copy=False)
+
+    def _categorical(self, name: str, where: list, m: int):
+        """The string field `name` of every part as one pandas Categorical whose categories are the values present,
+        sorted (so the dtype depends neither on the order rows were evaluated in nor on how a frame was partitioned).
+
+        A part holds an interned code, an array of codes, or (table, index) — codes table[index]; the output codes
+        are written once, through small per-part tables."""
+        import pandas as pd
+
+        used = np.zeros(len(self.strings.items), dtype=bool)
+        for p in self.parts:
+            v = p[name]
+            if isinstance(v, tuple):
+                table, index = v
+                used[table[np.bincount(index, minlength=len(table)) > 0]] = True
+            else:
+                used[v] = True
+        present = np.flatnonzero(used)
+        names = [self.strings.items[c] for c in present.tolist()]
+        order = sorted(range(len(names)), key=names.__getitem__)
+        small = np.int8 if len(order) < 127 else np.int16 if len(order) < 32767 else np.int32
+        cat = np.full(len(self.strings.items), -1, dtype=small)
+        cat[present[order]] = np.arange(len(order))
+        codes = np.empty(m, dtype=small)
+        for p, pos in zip(self.parts, where):
+            v = p[name]
+            if isinstance(v, tuple):
+                if isinstance(pos, slice):
+                    np.take(cat[v[0]], v[1], out=codes[pos])
+                else:
+                    codes[pos] = cat[v[0]][v[1]]
+            else:
+                codes[pos] = cat[v]
+        return pd.Categorical.from_codes(codes, categories=[names[o] for o in order], validate=False)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -312,24 +468,28 @@ def sweep(frame, *, model: str = "auto", progress: Callable[[int, int], None] | 
     model : `auto`, `formula`, `pipeline`, ... (per arch, as in `estimate`).
     progress : called as progress(rows done, rows total).
     vectorised : False costs every group by the per-request path (for checks; same results, slower).
-    """
-    from .vector import Shapes, closed_form
-    from .operands import make_request
 
-    df = _normalise(frame)
-    n = len(df)
-    keys = _key_columns(df)
+    Returns
+    -------
+    DataFrame: the input columns (normalised: strategy, valid_rows, valid_cols, dst_dtype, arch and static_valid
+    filled in), one row per input row (per legal strategy for `all` rows), plus `cycles` (float, NaN where the point
+    cannot be modelled), `model`, `default` (bool), `best` (the fastest legal strategy) and `note`. The string
+    columns the sweep writes (strategy, model, best, note, and added constant columns) are categorical.
+    """
+    from .operands import make_request
+    from .vector import Shapes, closed_form
+
+    f = _Frame(frame)
+    n = f.n
+    keys = _key_columns(f)
     group_cols = [c for c in keys if c not in SHAPE_COLUMNS]
-    gid, n_groups = _group_ids(df, group_cols)
-    ask_codes, asked = _ask_codes(df["strategy"])
-    shape_arrays = Shapes(*(df[c].to_numpy(dtype=np.int64) for c in SHAPE_COLUMNS))
+    ask_codes, asked = _asked(f)
+    shape_arrays = Shapes(*(f.df[c].to_numpy(dtype=np.int64) for c in SHAPE_COLUMNS))
     models = Models(model)
     entries = _Entries(asked)
     done = 0
-    for rows in _group_rows(gid, n_groups):
-        idx = np.arange(n)[rows] if isinstance(rows, slice) else rows
-        first = int(idx[0])
-        values = {c: df[c].iat[first] for c in group_cols}
+    for values, rows in _groups(f, group_cols):
+        idx = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
         sh = shape_arrays.take(rows)
         block = None
         if vectorised:
@@ -341,25 +501,22 @@ def sweep(frame, *, model: str = "auto", progress: Callable[[int, int], None] | 
             rest = np.arange(len(idx))
         else:
             rest = np.flatnonzero(block.fallback)
-            cov = np.flatnonzero(~block.fallback)
-            if block.note:
-                entries.add_errors(idx[cov], ask_codes[idx[cov]], block.note)
+            if not len(rest):  # the whole group
+                cov, at = slice(None), rows
             else:
-                entries.add(idx[cov], ask_codes[idx[cov]], block.strategies, block.cycles[cov], block.legal[cov],
-                            block.default[cov], block.models)
-            done += len(cov)
+                cov = np.flatnonzero(~block.fallback)
+                at = idx[cov]
+            if block.note:
+                entries.add_errors(at, ask_codes[at], block.note)
+            else:
+                entries.add(at, ask_codes[at], block.strategies, block.cycles[:, cov], block.legal[:, cov],
+                            block.default[cov], block.models, block.best[cov], block.dval[cov])
+            done += len(idx) - len(rest)
         if len(rest):
             done = _per_request(values, idx[rest], sh.take(rest), ask_codes, entries, models, progress, done, n)
         if progress is not None:
             progress(done, n)
-    return entries.frame(df)
-
-
-def _ask_codes(col) -> tuple[np.ndarray, list[str]]:
-    import pandas as pd
-
-    codes, uniq = pd.factorize(col)
-    return codes.astype(np.int64), [str(u) for u in uniq]
+    return entries.frame(f)
 
 
 def _per_request(values, idx, sh, ask_codes, entries: _Entries, models: Models, progress, done: int, total: int) -> int:
@@ -378,8 +535,9 @@ def _per_request(values, idx, sh, ask_codes, entries: _Entries, models: Models, 
         else:
             names = tuple(table)
             m = len(rows)
-            entries.add(rows, ask_codes[rows], names, np.tile([table[s][0] for s in names], (m, 1)),
-                        np.ones((m, len(names)), dtype=bool), np.full(m, names.index(default), dtype=np.int64),
+            cyc = np.array([table[s][0] for s in names])
+            entries.add(rows, ask_codes[rows], names, np.repeat(cyc[:, None], m, axis=1),
+                        np.ones((len(names), m), dtype=bool), np.full(m, names.index(default), dtype=np.int64),
                         tuple(table[s][1] for s in names))
         done += len(rows)
         if progress is not None:
@@ -399,7 +557,7 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
         raise PtoCostError("the dask engine needs the optional extra: pip install 'pto-cost[dask]'") from None
     import pandas as pd
 
-    df = _normalise(frame)
+    df = frame.reset_index(drop=True)
     n = npartitions or max(1, min(len(df) // 2000 + 1, 4 * (workers or 2)))
     cluster = None
     if scheduler:
@@ -410,12 +568,26 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
     try:
         meta = sweep(df.head(1), model=model).iloc[:0]
         ddf = dd.from_pandas(df, npartitions=n, sort=False)
-        out = ddf.map_partitions(sweep, model=model, meta=meta).compute()
-        return pd.DataFrame(out).reset_index(drop=True)
+        out = pd.DataFrame(ddf.map_partitions(sweep, model=model, meta=meta).compute()).reset_index(drop=True)
+        return _sorted_categories(out, [c for c in meta.columns if isinstance(meta[c].dtype, pd.CategoricalDtype)])
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _sorted_categories(df, cols: list[str]):
+    """Give categorical columns the categories `sweep` gives them: the values present, sorted (partitions
+    concatenated by dask carry the union of their own categories, in partition order)."""
+    import pandas as pd
+
+    for c in cols:
+        col = df[c]
+        if not isinstance(col.dtype, pd.CategoricalDtype):
+            col = col.astype("category")
+        present = col.cat.categories[np.unique(col.cat.codes.to_numpy())]
+        df[c] = col.cat.set_categories(sorted(present))
+    return df
 
 
 def verify_sample(result, n: int, *, seed: int = 0) -> list[str]:

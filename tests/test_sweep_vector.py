@@ -135,10 +135,10 @@ def _check_group(group, model: str, model_cls):
         table, default = exp
         names = block.strategies
         d = int(block.default[i])
-        legal = [names[d]] + [s for j, s in enumerate(names) if block.legal[i, j] and j != d]
+        legal = [names[d]] + [s for j, s in enumerate(names) if block.legal[j, i] and j != d]
         assert names[d] == default and tuple(legal) == tuple(table), (shape, legal, table)
         for s, cycles in table.items():
-            assert block.cycles[i, names.index(s)] == cycles, (op, dtype, arch, shape, s)
+            assert block.cycles[names.index(s), i] == cycles, (op, dtype, arch, shape, s)
         assert block.models[d] == model_cls.name
         covered += 1
     return covered

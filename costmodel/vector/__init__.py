@@ -40,6 +40,8 @@ class Shapes(NamedTuple):
     vc: np.ndarray
 
     def take(self, idx) -> "Shapes":
+        if isinstance(idx, slice) and idx == slice(None):
+            return self
         return Shapes(*(a[idx] for a in self))
 
     def __len__(self) -> int:  # type: ignore[override]
@@ -48,11 +50,12 @@ class Shapes(NamedTuple):
 
 @dataclass
 class Block:
-    """Results of one group: n rows by S strategies (in the order `lower.strategies` lists them).
+    """Results of one group: S strategies (in the order `lower.strategies` lists them) by n rows.
 
-    `cycles` is NaN where a strategy is illegal; `default` indexes `strategies`; `models` names the model that
-    priced each strategy; `fallback` marks rows this block does not cover (the sweep lowers those one by one);
-    a non-empty `note` means every covered row is that error (e.g. the model does not exist on the arch).
+    `cycles` (S, n) is NaN where a strategy is illegal, `legal` (S, n) says where it is legal; `default` (n,)
+    indexes `strategies`; `models` names the model that priced each strategy; `fallback` (n,) marks rows this block
+    does not cover (the sweep lowers those one by one); a non-empty `note` means every covered row is that error
+    (e.g. the model does not exist on the arch).
     """
 
     strategies: tuple[str, ...]
@@ -62,6 +65,8 @@ class Block:
     models: tuple[str, ...]
     fallback: np.ndarray
     note: str = ""
+    best: np.ndarray | None = None     # (n,) index of the fastest legal strategy (ties: default, then listed order)
+    dval: np.ndarray | None = None     # (n,) cycles of the default strategy
 
 
 MakeRequest = Callable[[int, int, int, int], Request]
@@ -80,12 +85,45 @@ def closed_form(make: MakeRequest, shapes: Shapes, models) -> Block | None:
     if rep.family not in VECTOR_FAMILIES or not _uniform(rep):
         return None
     if rep.arch == "a2a3":
-        from .a2a3 import group_block
+        from .a2a3 import prepare
     elif rep.arch == "a5":
-        from .a5 import group_block
+        from .a5 import prepare
     else:
         return None
-    return group_block(rep, make, shapes, models)
+    prep = prepare(rep, make, models)
+    if prep is None:
+        return None
+    n, S = len(shapes.rows), len(prep.strategies)
+    block = Block(prep.strategies, np.empty((S, n)), np.empty((S, n), dtype=bool), np.zeros(n, dtype=np.int64),
+                  prep.models, np.empty(n, dtype=bool), prep.note, np.zeros(n, dtype=np.int64), np.empty(n))
+    step = prep.chunk or max(n, 1)
+    for a in range(0, n, step):
+        sl = slice(a, a + step)
+        view = Block(block.strategies, block.cycles[:, sl], block.legal[:, sl], block.default[sl], block.models,
+                     block.fallback[sl], block.note, block.best[sl], block.dval[sl])
+        prep.evaluate(shapes.take(sl), view)
+        if S and not prep.note:
+            best_of(view.cycles, view.default, view.best, view.dval)
+    return block
+
+
+def best_of(cycles: np.ndarray, default: np.ndarray, best: np.ndarray, dval: np.ndarray) -> None:
+    """Fill `dval` with the default strategy's cycles and `best` with the index of the first minimum in the order
+    default, then the strategies as listed (NaN, an illegal strategy, never wins); the default must be legal."""
+    S = len(cycles)
+    dval[...] = np.take_along_axis(cycles, default[None, :], 0)[0]
+    if S == 1:
+        best[...] = default
+        return
+    c0 = cycles[0]
+    low = np.where(c0 == c0, c0, np.inf)
+    first = np.zeros(len(default), dtype=np.int8)
+    for j in range(1, S):  # int8 arithmetic in place of np.where: several times faster
+        lower = cycles[j] < low
+        np.fmin(low, cycles[j], out=low)
+        first += lower.view(np.int8) * (np.int8(j) - first)
+    at_default = (dval == low).view(np.int8)
+    best[...] = first + at_default * (default.astype(np.int8) - first)
 
 
 def _uniform(req: Request) -> bool:
@@ -101,18 +139,63 @@ def request_ok(req: Request, shapes: Shapes) -> np.ndarray:
     Conservative: a row outside this mask is routed to the per-request path, which raises the exact error.
     """
     rows, cols, vr, vc = shapes
-    ok = (rows >= 1) & (cols >= 1) & (vr >= 1) & (vc >= 1) & (vr <= rows) & (vc <= cols)
+    ok = (vr >= 1) & (vc >= 1) & (vr <= rows) & (vc <= cols)
     for bits in {t.dtype.bits for _, t in req.tiles}:
-        ok &= (cols * bits) % 256 == 0  # a row-major row is a whole number of 32-byte blocks (tiles.py)
+        ok &= fmod(cols * bits, 256) == 0  # a row-major row is a whole number of 32-byte blocks (tiles.py)
     return ok
 
 
 def ub_need(buffers: list[tuple[int, int]], shapes: Shapes, align: int) -> np.ndarray:
     """Bytes of unified buffer the allocator uses: per buffer (bits per element of a rows x cols tile, or 0 and a
     constant byte size), rounded up to `align` bytes and summed (lower/alloc.py)."""
-    need = np.zeros(len(shapes.rows), dtype=np.int64)
     numel = shapes.rows * shapes.cols
+    need = 0
+    for bits in sorted({b for b, _ in buffers if b}):
+        count = sum(1 for b, _ in buffers if b == bits)
+        need = need + count * cdiv(cdiv(numel * bits, 8), align) * align
     for bits, const in buffers:
-        nbytes = (numel * bits + 7) // 8 if bits else np.int64(const)
-        need += -(-nbytes // align) * align
-    return need
+        if not bits:
+            need = need + -(-const // align) * align
+    return np.broadcast_to(need, numel.shape)
+
+
+# integer helpers: shifts and masks when the divisor is a power of two (non-negative operands)
+
+def _shift(d: int) -> int | None:
+    return d.bit_length() - 1 if d > 0 and d & (d - 1) == 0 else None
+
+
+def fdiv(a, d: int):
+    """a // d."""
+    k = _shift(d)
+    return a >> k if k is not None else a // d
+
+
+def fmod(a, d: int):
+    """a % d."""
+    k = _shift(d)
+    return a & (d - 1) if k is not None else a % d
+
+
+def cdiv(a, d: int):
+    """ceil(a / d)."""
+    k = _shift(d)
+    return (a + (d - 1)) >> k if k is not None else -(-a // d)
+
+
+def narrow(sh: Shapes) -> Shapes:
+    """The shapes as int32 (covered rows: every product the closed forms take stays far below 2**31, the tiles
+    fitting the unified buffer)."""
+    if sh.rows.dtype == np.int32:
+        return sh
+    return Shapes(*(a.astype(np.int32) for a in sh))
+
+
+def narrow_all(sh: Shapes) -> Shapes:
+    """The shapes as int32 when even the byte size of a 64-bit tile of the largest rows x cols fits (then the row
+    checks and the UB sums are exact in int32 too), else unchanged."""
+    if not len(sh.rows) or sh.rows.dtype == np.int32:
+        return sh
+    lo = min(int(a.min()) for a in sh)
+    hi = int(sh.rows.max()) * int(sh.cols.max())
+    return narrow(sh) if lo >= 0 and hi * 64 < 1 << 30 else sh

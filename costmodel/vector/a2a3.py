@@ -34,7 +34,7 @@ from ..lower.a2a3.table import LoweringRow, alternatives, lowering_row
 from ..models.a2a3_intrinsic import BINARY_ALU, IntrinsicModel, cost_class, feature_key, param_value
 from ..models.params import shipped
 from ..request import Request
-from . import Block, Shapes, request_ok, ub_need
+from . import Block, Shapes, cdiv, fdiv, fmod, narrow, narrow_all, request_ok, ub_need
 
 _A = constants("a2a3")
 MAX_REPEAT = modes.MAX_REPEAT
@@ -147,41 +147,48 @@ def _row_form(rep: Request, row: LoweringRow, table) -> RowForm | None:
 # ---------------------------------------------------------------------------------------------------------------
 # mode decision and legality over arrays (elementwise.default_mode / legal_modes)
 
+def _pick(cond: np.ndarray, yes, no):
+    """np.where(cond, yes, no) for small non-negative codes, as int8 arithmetic (several times faster)."""
+    return no + cond.view(np.int8) * (yes - no)
+
+
 def default_modes(rule: str, sh: Shapes, static_valid: bool, epr: int) -> np.ndarray:
-    """Index into MODES of the mode the implementation picks, per row (tiles of one shape)."""
+    """Index into MODES (int8) of the mode the implementation picks, per row (tiles of one shape)."""
     R, C, vr, vc = sh
-    code = {m: i for i, m in enumerate(MODES)}
+    code = {m: np.int8(i) for i, m in enumerate(MODES)}
     if rule == "rows_count":
-        return np.full(len(R), code["2LCount"])
-    ncr = C // epr
-    out = np.where((ncr > 1) & (R * ncr < SMALL_RPT), code["2LCount"],
-                   np.where(R < ncr + 1, np.where(vc % epr != 0, code["2LCount"], code["2LNormColVLAlign"]),
-                            code["2LNormRowRpt"]))
+        return np.full(len(R), code["2LCount"], dtype=np.int8)
+    ncr = fdiv(C, epr)
+    vc_tail = fmod(vc, epr) != 0
+    two = _pick(R <= ncr, _pick(vc_tail, code["2LCount"], code["2LNormColVLAlign"]), code["2LNormRowRpt"])
+    out = _pick((ncr > 1) & (R * ncr < SMALL_RPT), code["2LCount"], two)
+    full_cols = vc == C
     if rule in ("binary", "unary"):
-        runtime = (vc == C) | (vr <= 1)
-        non_vl = (vc > epr) & (vc % epr != 0) & (rule == "binary")
-        one = np.where(non_vl | (-(-(vr * vc) // epr) > MAX_REPEAT), code["1LCount"], code["1LNorm"])
-        out = np.where(runtime, one, out)
-    static = ((vc == C) & static_valid) | (R == 1)
-    non_vl = (C % epr != 0) & (C > epr) & (rule != "unary")
-    one = np.where(non_vl | (-(-(R * C) // epr) > MAX_REPEAT), code["1LCount"], code["1LNorm"])
-    out = np.where(static, one, out)
+        runtime = full_cols | (vr <= 1)
+        count = cdiv(vr * vc, epr) > MAX_REPEAT
+        if rule == "binary":
+            count |= (vc > epr) & vc_tail
+        out = _pick(runtime, _pick(count, code["1LCount"], code["1LNorm"]), out)
+    static = (full_cols & static_valid) | (R == 1)
+    count = cdiv(R * C, epr) > MAX_REPEAT
+    if rule != "unary":
+        count |= (fmod(C, epr) != 0) & (C > epr)
+    out = _pick(static, _pick(count, code["1LCount"], code["1LNorm"]), out)
     if rule == "binary":
-        out = np.where((R <= MAX_REPEAT) & (C < epr), code["1LNormSmall"], out)
+        out = _pick((R <= MAX_REPEAT) & (C < epr), code["1LNormSmall"], out)
     return out
 
 
-def legal_modes(rule: str, sh: Shapes, epr: int, tile_bits: tuple[int, ...]) -> dict[str, np.ndarray]:
-    """Per mode, the rows where it is legal."""
+def legal_modes(rule: str, sh: Shapes, epr: int, tile_bits: tuple[int, ...]) -> dict[str, np.ndarray | bool]:
+    """Per mode, the rows where it is legal (True: every row)."""
     R, C, vr, vc = sh
     contiguous = (vc == C) | (vr <= 1)
-    yes = np.ones(len(R), dtype=bool)
-    out = {"1LCount": contiguous, "1LNorm": contiguous, "2LCount": yes, "2LNormColVLAlign": vc % epr == 0,
-           "2LNormRowRpt": yes}
+    out = {"1LCount": contiguous, "1LNorm": contiguous, "2LCount": True, "2LNormColVLAlign": fmod(vc, epr) == 0,
+           "2LNormRowRpt": True}
     if rule == "binary":
         small = vc <= epr
-        for bits in tile_bits:
-            small = small & (C * bits // 256 <= MAX_STRIDE)
+        for bits in set(tile_bits):
+            small = small & (fdiv(C * bits, 256) <= MAX_STRIDE)
         out["1LNormSmall"] = small
     return out
 
@@ -189,68 +196,192 @@ def legal_modes(rule: str, sh: Shapes, epr: int, tile_bits: tuple[int, ...]) -> 
 # ---------------------------------------------------------------------------------------------------------------
 # per-step counts of one mode (modes.py emitters, as plan_features counts them)
 
-def _ceil(a, b):
-    return -(-a // b)
+class Derived:
+    """Arrays derived from one set of shapes, computed once and shared by the modes and steps that need them."""
+
+    def __init__(self, sh: Shapes):
+        self.sh = sh
+        self._memo: dict = {}
+
+    def get(self, key, fn):
+        v = self._memo.get(key)
+        if v is None:
+            v = self._memo[key] = fn()
+        return v
+
+    def w(self, ratio: Fraction):
+        """Valid cols in the step's lanes."""
+        if ratio == 1:
+            return self.sh.vc
+        return self.get(("w", ratio), lambda: self.sh.vc * ratio.numerator // ratio.denominator)
+
+    def n(self, ratio: Fraction):
+        """Elements of the region in the step's lanes."""
+        return self.get(("n", ratio), lambda: self.sh.vr * self.w(ratio))
 
 
-def step_counts(mode: str, st: StepForm, vr: np.ndarray, w: np.ndarray, cols: np.ndarray):
-    """Return (issues a call, walked repeats, count_floor calls, mode writes, mask writes) of one step over a vr x w
-    region (w: valid cols in the step's lanes); arrays or scalars broadcasting against vr."""
+def step_counts(mode: str, st: StepForm, d: Derived):
+    """Return (issues a call, walked repeats, count_floor calls, mode writes, mask writes) of one step over the
+    valid region; arrays, or scalars when they do not depend on the shape."""
     if st.block:  # the block scratch: one counter-mode call of `block` elements, whatever the mode
-        return True, _ceil(st.block, st.lanes), int(st.alu), 2, 2
+        return True, cdiv(st.block, st.lanes), int(st.alu), 2, 2
     alu = int(st.alu)
+    vr = d.sh.vr
+    w = d.w(st.ratio)
     if mode == "1LCount":
-        return True, _ceil(vr * w, st.lanes), alu, 2, 2
+        return True, cdiv(d.n(st.ratio), st.lanes), alu, 2, 2
     if mode == "2LCount":
-        return True, vr * _ceil(w, st.lanes), alu * vr, 2, 2
+        return True, vr * cdiv(w, st.lanes), (vr if alu else 0), 2, 2
     if mode == "1LNorm":
-        full, rem = np.divmod(vr * w, st.epr)
+        n = d.n(st.ratio)
+        rem = fmod(n, st.epr)
         part = rem > 0
-        return True, full + part, alu * (part & (rem < FULL_LANES)), 0, 2 * part
+        return True, fdiv(n, st.epr) + part, ((part & (rem < FULL_LANES)) if alu else 0), 0, 2 * part
     if mode == "2LNormColVLAlign":
-        q = w // st.epr
+        q = fdiv(w, st.epr)
         return q > 0, vr * q, 0, 0, 0
     if mode == "2LNormRowRpt":
-        n_full, tail = np.divmod(w, st.epr)
-        stride_ok = True
-        for bits, const in zip(st.row_bits, st.row_const):
-            row_bytes = cols * bits // 8 if bits else const
-            stride_ok = stride_ok & (row_bytes // _A.block_bytes <= MAX_STRIDE)
+        tail = fmod(w, st.epr)
         has_tail = tail > 0
-        tail_calls = np.where(stride_ok, _ceil(vr, MAX_REPEAT), vr)
-        return True, vr * n_full + vr * has_tail, alu * (has_tail & (tail < FULL_LANES)) * tail_calls, 0, 2 * has_tail
+        reps = vr * (fdiv(w, st.epr) + has_tail)
+        if not alu:
+            return True, reps, 0, 0, 2 * has_tail
+        key = tuple(sorted(set(zip(st.row_bits, st.row_const))))
+        stride_ok = d.get(("stride", key), lambda: _stride_ok(key, d.sh.cols))
+        chunks = d.get("rpt_chunks", lambda: cdiv(vr, MAX_REPEAT))
+        tail_calls = vr if stride_ok is False else chunks if stride_ok is True else vr + stride_ok * (chunks - vr)
+        return True, reps, (has_tail & (tail < FULL_LANES)) * tail_calls, 0, 2 * has_tail
     if mode == "1LNormSmall":
-        return True, vr, alu * (w < FULL_LANES) * _ceil(vr, MAX_REPEAT), 0, 2
+        floor = (w < FULL_LANES) * d.get("rpt_chunks", lambda: cdiv(vr, MAX_REPEAT)) if alu else 0
+        return True, vr, floor, 0, 2
     raise ValueError(mode)
 
 
-def row_cycles(form: RowForm, mode: str, sh: Shapes) -> tuple[np.ndarray, np.ndarray]:
-    """Return (cycles, every step issues a call) of a lowering row issued in one mode, per row of `sh`."""
-    n = len(sh.vr)
+def _stride_ok(streams, cols):
+    """Every operand's row stride is at most MAX_STRIDE blocks (row bytes = cols * bits / 8, or constant)."""
+    ok = True
+    for bits, const in streams:
+        row_bytes = fdiv(cols * bits, 8) if bits else const
+        ok = ok & (fdiv(row_bytes, _A.block_bytes) <= MAX_STRIDE)
+    return ok
+
+
+def row_cycles(form: RowForm, mode: str, d: Derived, out: np.ndarray) -> np.ndarray | bool:
+    """Write the cycles of a lowering row issued in one mode into `out` (one per row); return whether every step
+    issues a call (per row, or True).
+
+    The terms are added in the order IntrinsicModel.cost adds them — ((((startup + repeats) + count_floor) +
+    mask_mode) + barrier), each the sum of its features' count x parameter in the order plan_features meets them
+    — so the floats are the plan path's, bit for bit.
+    """
     reps, floor, n_mode, n_mask = [], 0, 0, 0
-    issues = np.ones(n, dtype=bool)
+    issues = True
     for st in form.steps:
-        w = sh.vc * st.ratio.numerator // st.ratio.denominator
-        has, r, f, m, k = step_counts(mode, st, sh.vr, w, sh.cols)
-        issues &= has
+        has, r, f, m, k = step_counts(mode, st, d)
+        if has is not True:
+            issues = issues & has
         reps.append(r)
         floor, n_mode, n_mask = floor + f, n_mode + m, n_mask + k
-    repeats = 0.0
+    repeats = None
     for p, idx in form.rep_keys:
-        count = 0
-        for i in idx:
+        count = reps[idx[0]]
+        for i in idx[1:]:
             count = count + reps[i]
-        repeats = repeats + np.asarray(count, dtype=np.float64) * p
-    mask_mode = 0.0 + np.asarray(n_mode, dtype=np.float64) * form.p_mode + np.asarray(n_mask, dtype=np.float64) * form.p_mask
-    barrier = float(len(form.steps) - 1) * form.p_barrier
-    total = 0 + form.startup + repeats + np.asarray(floor, dtype=np.float64) * form.p_floor + mask_mode + barrier
-    return np.broadcast_to(total, (n,)), issues
+        term = count * p  # an int array times a float: float64, exact conversion
+        repeats = term if repeats is None else repeats + term
+    np.add(repeats, form.startup, out=out)  # startup + repeats (addition commutes exactly)
+    for term in (floor * form.p_floor, n_mode * form.p_mode + n_mask * form.p_mask,
+                 (len(form.steps) - 1) * form.p_barrier):
+        if isinstance(term, np.ndarray) or term != 0.0:  # x + 0.0 == x
+            np.add(out, term, out=out)
+    return issues
 
 
 # ---------------------------------------------------------------------------------------------------------------
 
-def group_block(rep: Request, make, shapes: Shapes, models) -> Block | None:
-    """The Block of an A2/A3 elementwise group (None: no closed form for it)."""
+@dataclass
+class Prepared:
+    """The constants of one A2/A3 group; `evaluate` fills a Block for a chunk of its rows."""
+
+    rep: Request
+    strategies: tuple[str, ...]
+    models: tuple[str, ...]
+    note: str
+    base: RowForm
+    alts: dict[str, RowForm | None]
+    chunk: int | None = None
+
+    def evaluate(self, shapes: Shapes, out: Block) -> None:
+        """Write cycles, legality, default and fallback of the rows of `shapes` into `out` (views of the group's
+        arrays)."""
+        rep, base, names = self.rep, self.base, self.strategies
+        shapes = narrow_all(shapes)
+        sv = rep.dst.static_valid
+        ok = request_ok(rep, shapes)
+        ok &= ub_need(list(base.buffers), shapes, _A.ub_align_bytes) <= _A.ub_bytes
+        if base.lane_den > 1:
+            ok &= fmod(shapes.vc, base.lane_den) == 0
+        np.logical_not(ok, out=out.fallback)
+        if self.note:
+            return
+        whole = bool(ok.all())
+        idx = slice(None) if whole else np.flatnonzero(ok)
+        if not whole:
+            out.cycles[...] = np.nan
+            out.legal[...] = False
+            out.default[...] = 0
+        sh = narrow(shapes.take(idx))
+        m = len(sh.rows)
+        if m == 0:
+            return
+        d = Derived(sh)
+        issues = True
+        legal_base = legal_modes(base.rule, sh, base.epr, tuple(t.dtype.bits for _, t in rep.tiles))
+        buf = None if whole else np.empty(m)
+        for j, name in enumerate(names):
+            row = out.cycles[j] if whole else buf
+            form = self.alts.get(name, base)
+            if form is None:  # an alternative illegal for every shape
+                out.cycles[j] = np.nan
+                out.legal[j] = False
+                continue
+            if form is base:
+                lg = legal_base[name]
+                iss = row_cycles(base, name, d, row)
+            else:
+                lg = ub_need(list(form.buffers), sh, _A.ub_align_bytes) <= _A.ub_bytes
+                if form.lane_den > 1:
+                    lg &= fmod(sh.vc, form.lane_den) == 0
+                mode = default_modes(form.rule, sh, sv, form.epr)
+                iss = np.ones(m, dtype=bool)
+                for code in np.unique(mode).tolist():
+                    sel = np.flatnonzero(mode == code)
+                    part = np.empty(len(sel))
+                    i = row_cycles(form, MODES[code], Derived(sh.take(sel)), part)
+                    row[sel] = part
+                    iss[sel] = i
+            if lg is not True:
+                np.copyto(row, np.nan, where=~lg)
+            out.legal[j, idx] = lg
+            if not whole:
+                out.cycles[j, idx] = row
+            if iss is not True:
+                issues = issues & (~lg | iss)
+        code = np.array([names.index(md) if md in names and md not in self.alts else -1 for md in MODES])
+        dflt = code[default_modes(base.rule, sh, sv, base.epr)]
+        out.default[idx] = dflt
+        bad = (dflt < 0) if issues is True else (dflt < 0) | ~issues
+        for j in range(len(names)):
+            bad |= (dflt == j) & ~out.legal[j, idx]
+        out.fallback[idx] |= bad
+
+
+CHUNK = 32768  # rows per evaluation: the temporaries stay in cache (several times faster than whole groups)
+
+
+def prepare(rep: Request, make, models) -> Prepared | None:
+    """The constants of an A2/A3 elementwise group, from the lowering code on its representative request (None: no
+    closed form for it)."""
     try:
         m = models.get("a2a3")
     except PtoCostError as exc:  # e.g. no such model on a2a3: every request that lowers gets this note
@@ -261,13 +392,12 @@ def group_block(rep: Request, make, shapes: Shapes, models) -> Block | None:
         note = ""
     table = (m.table or shipped()) if m is not None else None
     try:
-        default_name, strat_table = elementwise.strategies(rep)
-        base = lowering_row(rep)
+        _, strat_table = elementwise.strategies(rep)
         alts = alternatives(rep)
-        base_form = _row_form(rep, base, table)
+        base_form = _row_form(rep, lowering_row(rep), table)
         if base_form is None:
             return None
-        alt_forms = {}
+        alt_forms: dict[str, RowForm | None] = {}
         for name, row in alts.items():
             if strat_table.get(name) is not None:  # illegal for the representative: illegal for every shape
                 alt_forms[name] = None
@@ -279,49 +409,8 @@ def group_block(rep: Request, make, shapes: Shapes, models) -> Block | None:
     except (PtoCostError, KeyError):
         return None
     names = tuple(strat_table)
-    base_modes = tuple(n for n in names if n not in alts)
-    if any(n not in MODES for n in base_modes):
+    if any(n not in MODES for n in names if n not in alts):
         return None
-    n = len(shapes.rows)
-    sv = rep.dst.static_valid
-    tile_bits = tuple(t.dtype.bits for _, t in rep.tiles)
-    ok = request_ok(rep, shapes)
-    ok &= ub_need(list(base_form.buffers), shapes, _A.ub_align_bytes) <= _A.ub_bytes
-    ok &= shapes.vc % base_form.lane_den == 0
     if note:
-        return Block((), np.empty((n, 0)), np.empty((n, 0), dtype=bool), np.zeros(n, dtype=np.int64), (), ~ok, note)
-    # evaluate only the covered rows
-    idx = np.flatnonzero(ok)
-    sh = shapes.take(idx)
-    cycles = np.full((n, len(names)), np.nan)
-    legal = np.zeros((n, len(names)), dtype=bool)
-    issues = np.ones(len(idx), dtype=bool)
-    legal_base = legal_modes(base_form.rule, sh, base_form.epr, tile_bits)
-    for j, name in enumerate(names):
-        if name in base_modes:
-            lg = legal_base[name]
-            cyc, iss = row_cycles(base_form, name, sh)
-        else:
-            form = alt_forms[name]
-            if form is None:
-                continue
-            lg = (ub_need(list(form.buffers), sh, _A.ub_align_bytes) <= _A.ub_bytes) & (sh.vc % form.lane_den == 0)
-            mode = default_modes(form.rule, sh, sv, form.epr)
-            cyc = np.empty(len(idx))
-            iss = np.ones(len(idx), dtype=bool)
-            for code in np.unique(mode).tolist():
-                sel = np.flatnonzero(mode == code)
-                c, i = row_cycles(form, MODES[code], sh.take(sel))
-                cyc[sel] = c
-                iss[sel] = i
-        legal[idx, j] = lg
-        cycles[idx, j] = np.where(lg, cyc, np.nan)
-        issues &= ~lg | iss
-    code = {m: names.index(m) for m in base_modes}
-    dmode = default_modes(base_form.rule, sh, sv, base_form.epr)
-    default = np.zeros(n, dtype=np.int64)
-    default[idx] = np.array([code.get(m, -1) for m in MODES])[dmode]
-    fallback = ~ok
-    fallback[idx] |= ~issues | (default[idx] < 0) | ~legal[idx, np.maximum(default[idx], 0)]
-    return Block(names, cycles, legal, default, (m.name,) * len(names), fallback)
-
+        return Prepared(rep, (), (), note, base_form, {}, CHUNK)
+    return Prepared(rep, names, (m.name,) * len(names), "", base_form, alt_forms, CHUNK)

@@ -19,6 +19,8 @@ loop, a tail chunk and a pointer adjustment at the row end).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from ..arch import constants
@@ -31,7 +33,7 @@ from ..models.a5_pipeline import PipelineModel
 from ..models.auto import FormulaThenPipeline
 from ..models.params import shipped
 from ..request import Request
-from . import Block, Shapes, request_ok, ub_need
+from . import Block, Shapes, cdiv, fdiv, narrow, narrow_all, request_ok, ub_need
 
 _A = constants("a5")
 MAX_TRIP = _A.max_trip_count
@@ -51,16 +53,42 @@ def _models(m) -> tuple[A5FormulaModel | None, PipelineModel | None] | None:
 def trips(strategy: str, epr: int, sh: Shapes) -> dict[str, np.ndarray]:
     """Trip counts per loop role of the elementwise program in `strategy` (forms.py)."""
     if strategy.startswith("1d"):
-        return {"elements": -(-(sh.vr * sh.vc) // epr)}
-    chunks = sh.vc // epr if strategy == "2d-post-update" else -(-sh.vc // epr)
+        return {"elements": cdiv(sh.vr * sh.vc, epr)}
+    chunks = fdiv(sh.vc, epr) if strategy == "2d-post-update" else cdiv(sh.vc, epr)
     return {"rows": sh.vr, "chunks": chunks}
 
 
-def chunks_rows(strategy: str, epr: int, sh: Shapes) -> tuple[np.ndarray, np.ndarray]:
-    """(C, R) of the A5 formula (models/a5_features.py) per row."""
-    if strategy.startswith("1d"):
-        return -(-(sh.vr * sh.vc) // epr), np.ones_like(sh.vr)
-    return sh.vr * -(-sh.vc // epr), sh.vr
+def formula(p: dict, d: dict, strategy: str, epr: int, sh: Shapes, cache: dict | None = None) -> np.ndarray:
+    """A5 formula cycles per row: `a5_formula.cycles` of the program's chunks C and rows R (models/a5_features.py:
+    1D C = ceil(vr·vc / EPR), R = 1; 2D R = vr, C = R·ceil(vc / EPR)).
+
+    Rows share few (C, R) values, so the formula is evaluated once per value on a dense grid (kept in `cache`
+    across chunks of a group, grown when a chunk needs more) and gathered: the same float operations per value.
+    """
+    dim = strategy[:2]
+    if not len(sh.vr):
+        return np.zeros(0)
+    cache = {} if cache is None else cache
+    if dim == "1d":
+        C = cdiv(sh.vr * sh.vc, epr)
+        top = int(C.max()) + 1
+        hit = cache.get(strategy)
+        if hit is None or hit[0] < top:
+            if top > 4 * len(C) + 4096:  # too sparse for a table
+                return formula_cycles(p, d, C, np.ones_like(C), dim)[0]
+            grid = np.arange(top)
+            hit = cache[strategy] = (top, formula_cycles(p, d, grid, np.ones(top, dtype=np.int64), dim)[0])
+        return hit[1][C]
+    R, per_row = sh.vr, cdiv(sh.vc, epr)
+    rtop, itop = int(R.max()) + 1, int(per_row.max()) + 1
+    hit = cache.get(strategy)
+    if hit is None or hit[0] < rtop or hit[1] < itop:
+        rtop, itop = max(rtop, hit[0] if hit else 0), max(itop, hit[1] if hit else 0)
+        if rtop * itop > 4 * len(R) + 4096:
+            return formula_cycles(p, d, R * per_row, R, dim)[0]
+        rr, ii = np.divmod(np.arange(rtop * itop), itop)
+        hit = cache[strategy] = (rtop, itop, formula_cycles(p, d, rr * ii, rr, dim)[0])
+    return hit[2][R * hit[1] + per_row]
 
 
 def structure(strategy: str, epr: int, sh: Shapes) -> np.ndarray:
@@ -104,8 +132,99 @@ def _pipeline(pipe: PipelineModel, make, strategy: str, epr: int, sh: Shapes) ->
     return out, covered
 
 
-def group_block(rep: Request, make, shapes: Shapes, models) -> Block | None:
-    """The Block of an A5 elementwise group (None: no closed form for it)."""
+@dataclass
+class Form:
+    """One loop form of the group: legal for a contiguous / a strided request, EPR, how it is priced."""
+
+    name: str
+    legal_contiguous: bool
+    legal_strided: bool
+    epr: int = 0
+    params: tuple | None = None   # (P, D) of the A5 formula, or None: the pipeline model (or not priceable)
+    model: str = ""
+
+
+@dataclass
+class Prepared:
+    """The constants of one A5 group; `evaluate` fills a Block for a chunk of its rows."""
+
+    rep: Request
+    make: object
+    strategies: tuple[str, ...]
+    models: tuple[str, ...]
+    note: str
+    forms: tuple[Form, ...]
+    defaults: tuple[int, int]        # strategy index for a static-contiguous / any other request
+    buffers: tuple[tuple[int, int], ...]
+    static_valid: bool
+    pipe: PipelineModel | None
+    chunk: int | None = None
+    tables: dict = field(default_factory=dict)  # dense formula tables per strategy, shared by the chunks
+
+    def evaluate(self, shapes: Shapes, out: Block) -> None:
+        """Write cycles, legality, default and fallback of the rows of `shapes` into `out` (views of the group's
+        arrays)."""
+        shapes = narrow_all(shapes)
+        ok = request_ok(self.rep, shapes)
+        ok &= ub_need(list(self.buffers), shapes, _A.ub_align_bytes) <= _A.ub_bytes
+        np.logical_not(ok, out=out.fallback)
+        if self.note:
+            return
+        whole = bool(ok.all())
+        idx = slice(None) if whole else np.flatnonzero(ok)
+        if not whole:
+            out.cycles[...] = np.nan
+            out.legal[...] = False
+            out.default[...] = 0
+        sh = narrow(shapes.take(idx))
+        m = len(sh.rows)
+        if m == 0:
+            return
+        full_cols = sh.vc == sh.cols
+        runtime = full_cols | (sh.vr <= 1)
+        static = (full_cols & self.static_valid) | (sh.rows == 1)
+        covered = np.ones(m, dtype=bool)
+        big = int(sh.vr.max()) * int(sh.vc.max()) > MAX_TRIP  # some trip count could exceed 16 bits
+        for j, f in enumerate(self.forms):
+            la, lb = f.legal_contiguous, f.legal_strided
+            lg = (runtime if la else ~runtime) if la != lb else la
+            out.legal[j, idx] = lg
+            if not (la or lb):
+                out.cycles[j, idx] = np.nan
+                continue
+            if big:
+                fits = np.all([v <= MAX_TRIP for v in trips(f.name, f.epr, sh).values()], axis=0)
+                covered &= fits if lg is True else ~lg | fits
+            if f.params is not None:
+                cyc = formula(*f.params, f.name, f.epr, sh, self.tables)
+            elif self.pipe is not None:
+                cyc = np.full(m, np.nan)
+                sel = np.flatnonzero(covered if lg is True else lg & covered)
+                if len(sel):
+                    c, cov = _pipeline(self.pipe, self.make, f.name, f.epr, sh.take(sel))
+                    cyc[sel] = c
+                    covered[sel] &= cov
+            else:  # the formula model has no parameters for this form: the per-request path raises the error
+                covered &= False if lg is True else ~lg
+                cyc = np.full(m, np.nan)
+            if la != lb:
+                np.copyto(cyc, np.nan, where=~lg)
+            out.cycles[j, idx] = cyc
+        da, db = self.defaults
+        dflt = db + static.astype(np.int64) * (da - db)
+        out.default[idx] = dflt
+        bad = ~covered
+        for j in {da, db}:
+            bad |= (dflt == j) & ~out.legal[j, idx]
+        out.fallback[idx] |= bad
+
+
+CHUNK = 32768  # rows per evaluation of a formula-priced group: the temporaries stay in cache
+
+
+def prepare(rep: Request, make, models) -> Prepared | None:
+    """The constants of an A5 elementwise group, from the lowering code on a static-contiguous and a strided
+    representative request (None: no closed form for it)."""
     try:
         m = models.get("a5")
         note = ""
@@ -114,74 +233,42 @@ def group_block(rep: Request, make, shapes: Shapes, models) -> Block | None:
     pair = _models(m) if m is not None else (None, None)
     if pair is None:
         return None
-    formula, pipe = pair
+    formula_model, pipe = pair
     try:
-        # a static-contiguous (one row) and a strided request of the group
-        a = make(1, 256, 1, 256)
-        b = make(2, 512, 2, 256)
-        cases = []
-        for req in (a, b):
-            default, legal = vf.strategies(req)
-            cases.append((default, legal))
-        plan_a = lower_request(a, cases[0][0])
+        a = make(1, 256, 1, 256)   # one row: static-contiguous, 1D legal
+        b = make(2, 512, 2, 256)   # valid cols < cols: strided, 1D illegal
+        (da, legal_a), (db, legal_b) = vf.strategies(a), vf.strategies(b)
+        plan_a = lower_request(a, da)
     except PtoCostError:
         return None
     if not (dispatch.static_contiguous(a) and dispatch.one_d_reason(a) is None and not dispatch.static_contiguous(b)
-            and dispatch.one_d_reason(b) is not None and tuple(cases[0][1]) == tuple(cases[1][1])):
+            and dispatch.one_d_reason(b) is not None and tuple(legal_a) == tuple(legal_b)):
         return None
-    names = tuple(cases[0][1])
-    n = len(shapes.rows)
-    ok = request_ok(rep, shapes)
-    buffers = [(t.dtype.bits, 0) for _, t in a.tiles]
+    names = tuple(legal_a)
+    buffers = tuple((t.dtype.bits, 0) for _, t in a.tiles)
     a_sh = Shapes(*(np.array([v]) for v in (1, 256, 1, 256)))
     end = max(buf.offset + -(-buf.nbytes // _A.ub_align_bytes) * _A.ub_align_bytes for buf in plan_a.buffers)
-    if len(plan_a.buffers) != len(a.tiles) or int(ub_need(buffers, a_sh, _A.ub_align_bytes)[0]) != end:
+    if len(plan_a.buffers) != len(a.tiles) or int(ub_need(list(buffers), a_sh, _A.ub_align_bytes)[0]) != end:
         return None
-    ok &= ub_need(buffers, shapes, _A.ub_align_bytes) <= _A.ub_bytes
-    if note:
-        return Block((), np.empty((n, 0)), np.empty((n, 0), dtype=bool), np.zeros(n, dtype=np.int64), (), ~ok, note)
-    idx = np.flatnonzero(ok)
-    sh = shapes.take(idx)
-    runtime = (sh.vc == sh.cols) | (sh.vr <= 1)
-    static = ((sh.vc == sh.cols) & a.dst.static_valid) | (sh.rows == 1)
-    cycles = np.full((n, len(names)), np.nan)
-    legal = np.zeros((n, len(names)), dtype=bool)
-    covered = np.ones(len(idx), dtype=bool)
-    model_names = []
-    table = (formula.table or shipped()) if formula is not None else None
-    for j, s in enumerate(names):
-        la, lb = cases[0][1][s] is None, cases[1][1][s] is None
-        lg = np.where(runtime, la, lb)
-        legal[idx, j] = lg
-        if not (la or lb):
-            model_names.append("")
-            continue
-        src = a if la else b
-        epr = lower_request(src, s).body[0].epr
-        tr = trips(s, epr, sh)
-        covered &= ~lg | np.all([v <= MAX_TRIP for v in tr.values()], axis=0)
-        found = lookup(table, key_of(src, s)) if table is not None else None
-        if found is not None:
-            p, d, _ = found
-            C, R = chunks_rows(s, epr, sh)
-            cyc = formula_cycles(p, d, C, R, s[:2])[0]
-            model_names.append(formula.name)
-        elif pipe is not None:
-            cyc = np.full(len(idx), np.nan)
-            sel = np.flatnonzero(lg & covered)
-            if len(sel):
-                c, cov = _pipeline(pipe, make, s, epr, sh.take(sel))
-                cyc[sel] = c
-                covered[sel] &= cov
-            model_names.append(pipe.name)
-        else:  # the formula model has no parameters for this form: the per-request path raises the error
-            covered &= ~lg
-            cyc = np.full(len(idx), np.nan)
-            model_names.append(formula.name)
-        cycles[idx, j] = np.where(lg, cyc, np.nan)
     code = {s: j for j, s in enumerate(names)}
-    default = np.zeros(n, dtype=np.int64)
-    default[idx] = np.where(static, code[cases[0][0]], code[cases[1][0]])
-    fallback = ~ok
-    fallback[idx] |= ~covered | ~legal[idx, default[idx]]
-    return Block(names, cycles, legal, default, tuple(model_names), fallback)
+    if note:
+        return Prepared(rep, make, (), (), note, (), (0, 0), buffers, a.dst.static_valid, None)
+    table = (formula_model.table or shipped()) if formula_model is not None else None
+    forms = []
+    try:
+        for s in names:
+            f = Form(s, legal_a[s] is None, legal_b[s] is None)
+            if f.legal_contiguous or f.legal_strided:
+                src = a if f.legal_contiguous else b
+                f.epr = vf.segments(src, s)[0].kernel.epr
+                found = lookup(table, key_of(src, s)) if table is not None else None
+                if found is not None:
+                    f.params, f.model = (found[0], found[1]), formula_model.name
+                else:
+                    f.model = pipe.name if pipe is not None else formula_model.name
+            forms.append(f)
+    except PtoCostError:
+        return None
+    uses_pipe = any(f.params is None and (f.legal_contiguous or f.legal_strided) for f in forms)
+    return Prepared(rep, make, names, tuple(f.model for f in forms), "", tuple(forms), (code[da], code[db]), buffers,
+                    a.dst.static_valid, pipe, None if uses_pipe else CHUNK)

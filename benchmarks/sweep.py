@@ -1,0 +1,113 @@
+"""Speed of vectorised sweeps (run on demand: `python benchmarks/sweep.py [--points N] [--no-dask]`).
+
+Prints estimates per second and the ratio to each target:
+
+* formula path: `sweep(frame)` on 1 000 000 points (TMINS and TADD, f16 and f32, a2a3 and a5; random static
+  shapes and valid regions that fit the unified buffer), target >= 10 million estimates/s;
+* pipeline path: `sweep(frame, model="pipeline")` on 100 000 A5 points (same ops and dtypes), a fresh model so
+  every simulation is paid for, target >= 20 000 estimates/s;
+* Dask: `sweep_dask` on the 1 000 000 points against an already running local cluster (2 worker processes), wall
+  time within 2x of the local engine, and the frame identical (`pandas.testing.assert_frame_equal`). The cluster
+  start-up is printed separately.
+
+An estimate is one output row with cycles (every legal strategy of every point is costed for `best`).
+Timings are the best of `--repeat` runs of the whole `sweep` call, frame in, frame out.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+GROUPS = [(op, dt, arch) for arch in ("a2a3", "a5") for op in ("TMINS", "TADD") for dt in ("f16", "f32")]
+UB = {"a2a3": 196608, "a5": 262144}
+FORMULA_TARGET, PIPELINE_TARGET, DASK_RATIO = 10_000_000, 20_000, 2.0
+
+
+def frame(n: int, groups=GROUPS, seed: int = 0, max_rows: int = 256):
+    """`n` points split over `groups`: random shapes (rows x cols) whose three tiles fit the UB, random valid
+    regions (half of them with full valid columns, so both 1-level and 2-level forms occur)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    parts = []
+    per = -(-n // len(groups))
+    for op, dt, arch in groups:
+        nbytes = int(dt[1:]) // 8
+        unit = 32 // nbytes
+        rows = rng.integers(1, max_rows + 1, per)
+        cap = np.maximum(1, UB[arch] // (3 * rows * unit * nbytes))
+        cols = unit * rng.integers(1, np.minimum(cap, 512) + 1)
+        vr = rng.integers(1, rows + 1)
+        vc = np.where(rng.random(per) < 0.5, cols, rng.integers(1, cols + 1))
+        parts.append(pd.DataFrame({"op": op, "dtype": dt, "arch": arch, "rows": rows, "cols": cols,
+                                   "valid_rows": vr, "valid_cols": vc}))
+    return pd.concat(parts, ignore_index=True).iloc[:n]
+
+
+def timed(fn, repeat: int):
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", type=int, default=1_000_000)
+    ap.add_argument("--pipeline-points", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-dask", action="store_true")
+    args = ap.parse_args()
+
+    import pandas as pd
+
+    from costmodel.sweep import sweep
+
+    df = frame(args.points)
+    sweep(df.head(1000))  # imports, parameter tables
+    secs, out = timed(lambda: sweep(df), args.repeat)
+    n_est = int(out["cycles"].notna().sum())
+    rate = n_est / secs
+    print(f"formula path: {len(df):,} points, {n_est:,} estimates in {secs:.3f} s -> {rate:,.0f} estimates/s "
+          f"({rate / FORMULA_TARGET:.2f}x of the {FORMULA_TARGET:,}/s target)")
+    print(f"  models: {out['model'].value_counts().to_dict()}")
+
+    pdf = frame(args.pipeline_points, [g for g in GROUPS if g[2] == "a5"], seed=1)
+    secs_p, out_p = timed(lambda: sweep(pdf, model="pipeline"), 1)  # a fresh model each call: cold caches
+    n_p = int(out_p["cycles"].notna().sum())
+    rate_p = n_p / secs_p
+    print(f"pipeline path: {len(pdf):,} A5 points, {n_p:,} estimates in {secs_p:.2f} s -> {rate_p:,.0f} estimates/s "
+          f"({rate_p / PIPELINE_TARGET:.2f}x of the {PIPELINE_TARGET:,}/s target)")
+
+    if args.no_dask:
+        return 0
+    from dask.distributed import LocalCluster
+
+    from costmodel.sweep import sweep_dask
+
+    t = time.perf_counter()
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    print(f"dask: local cluster of 2 worker processes started in {time.perf_counter() - t:.1f} s (not counted)")
+    try:
+        sweep_dask(df.head(1000), scheduler=cluster.scheduler_address)  # workers import the package once
+        secs_d, out_d = timed(lambda: sweep_dask(df, scheduler=cluster.scheduler_address, workers=2), args.repeat)
+    finally:
+        cluster.close()
+    pd.testing.assert_frame_equal(out, out_d, check_exact=True)
+    ratio = secs_d / secs
+    print(f"dask engine: {secs_d:.3f} s vs local {secs:.3f} s -> {ratio:.2f}x the local wall time (target <= "
+          f"{DASK_RATIO:g}x); frames identical")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
