@@ -166,10 +166,14 @@ def unmark(m: int) -> tuple[int, int]:
 
 
 def expand(tpl: Template, trips: tuple[int, ...]) -> list[int]:
-    """Return the dynamic stream of `tpl` with loop trip counts `trips` (one per loop, depth-first order)."""
-    out: list[int] = []
+    """Return the dynamic stream of `tpl` with loop trip counts `trips` (one per loop, depth-first order).
 
-    def run(body) -> None:
+    Every iteration of a loop issues the same stream (trip counts do not vary per iteration), so a loop's stream
+    is built once and repeated with list operations.
+    """
+
+    def run(body) -> list[int]:
+        out: list[int] = []
         for item in body:
             if item[0] == "i":
                 out.append(item[1])
@@ -178,14 +182,16 @@ def expand(tpl: Template, trips: tuple[int, ...]) -> list[int]:
             n = trips[lid]
             if n <= 0:
                 continue
+            once = run(inner)
             if n >= 2:
                 out.append(marker(lid, ENTER))
-            for k in range(n):
-                out.append(marker(lid, FIRST if k == 0 else NEXT))
-                run(inner)
+            out.append(marker(lid, FIRST))
+            out.extend(once)
+            if n >= 2:
+                out.extend(([marker(lid, NEXT)] + once) * (n - 1))
+        return out
 
-    run(tpl.body)
-    return out
+    return run(tpl.body)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -270,11 +276,21 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
             lat[ins.cls], ii[ins.cls] = ua.vector(ins.cls)
     ports = {"exu": [_Port() for _ in range(ua.exu_ports)], "sfu": [_Port() for _ in range(ua.exu_ports)], "load": [_Port() for _ in range(ua.load_ports)],
              "store": [_Port() for _ in range(ua.store_ports)], "scalar": [_Port()], "pred": [_Port()]}
+    # per static instruction: latency, initiation interval, candidate ports, whether its pool has several ports
+    lat_of = [lat[ins.cls] for ins in instrs]
+    dur_of = [ii[ins.cls] for ins in instrs]
+    pool_of = ["sfu" if ins.cls.startswith("sfu") else ins.unit for ins in instrs]
+    cands_of = [ports[pool][:1] if ins.exu0 else ports[pool] for ins, pool in zip(instrs, pool_of)]
+    multi_of = [len(ports[pool]) > 1 for pool in pool_of]
+    all_ports = [p for plist in ports.values() for p in plist]
+    innermost = [lp.innermost for lp in tpl.loops]
+    iter_gap, outer_gap, loop_entry, agu_ii, ptr_latency = ua.iter_gap, ua.outer_gap, ua.loop_entry, ua.agu_ii, ua.ptr_latency
     agu_free, agu_by = S, -1
     ready = [S] * tpl.n_regs        # time a register's value is usable
     writer = [-1] * tpl.n_regs      # dynamic index of its producer
     window = max(1, int(ua.window))
     heap: list[float] = []          # the `window` largest issue times so far
+    heap_full = False
     t_fe, fe_by, fe_why = S, -1, "start"
     n_loops = len(tpl.loops)
     iter_start = [S] * n_loops
@@ -300,7 +316,7 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
                 prefixes[1].append(end + ua.drain)
             if code == ENTER:
                 if not latency_only:
-                    t_fe, fe_why, fe_by = t_fe + ua.loop_entry, "loop_entry", n - 1
+                    t_fe, fe_why, fe_by = t_fe + loop_entry, "loop_entry", n - 1
                 instance[lid] += 1
                 iters[lid] = 0
             else:
@@ -317,18 +333,19 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
         d, why, by, at = t_fe, fe_why, fe_by, "d"
         for lid in gate_loops:
             if pending_gap[lid]:
-                gap = ua.iter_gap if tpl.loops[lid].innermost else ua.outer_gap
+                gap = iter_gap if innermost[lid] else outer_gap
                 g = iter_start[lid] + gap
                 if g > d:
                     d, why, by, at = g, "iter_gap", iter_first[lid], "d"
                 pending_gap[lid] = False
-        if not latency_only and len(heap) >= window and heap[0] > d:
+        if not latency_only and heap_full and heap[0] > d:
             d, why = heap[0], "window"
             by, at = -1, "i"
-        for lid in gate_loops:
-            iter_start[lid] = d
-            iter_first[lid] = n
-        gate_loops.clear()
+        if gate_loops:
+            for lid in gate_loops:
+                iter_start[lid] = d
+                iter_first[lid] = n
+            gate_loops.clear()
         # ---- operands
         t, iwhy, iby, iat = d, "dispatched", n, "d"
         for r in ins.srcs:
@@ -348,34 +365,38 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
         # ---- address unit: explicit 2D addresses are generated in program order, one per agu_ii
         if ins.agu and not latency_only:
             a = max(d, agu_free)
-            agu_free = a + ua.agu_ii
+            agu_free = a + agu_ii
             if a > t:
                 t, iwhy, iby, iat = a, "agu", agu_by, "i"
             agu_by = n
         # ---- ports
-        unit = ins.unit
-        dur = ii[ins.cls]
+        dur = dur_of[item]
         port_name = ""
         if not latency_only:
-            pool = "sfu" if ins.cls.startswith("sfu") else unit
-            cands = ports[pool][:1] if ins.exu0 else ports[pool]
+            cands = cands_of[item]
             best, bi, blk = None, -1, -1
             for k, p in enumerate(cands):
-                s, b = p.earliest(t, dur)
+                s, b = t, -1  # _Port.earliest, inlined
+                for bs, be, bo in p.busy:
+                    if be <= s:
+                        continue
+                    if bs >= s + dur:
+                        break
+                    s, b = be, bo
                 if best is None or s < best:
                     best, bi, blk = s, k, b
             if best > t:
-                t, iwhy, iby, iat = best, unit, blk, "i"
-            cands[bi].take(t, dur, n)
-            port_name = f"{unit}{bi if len(ports[pool]) > 1 else ''}"
+                t, iwhy, iby, iat = best, ins.unit, blk, "i"
+            insort(cands[bi].busy, (t, t + dur, n))  # _Port.take, inlined
+            if record:
+                port_name = f"{ins.unit}{bi if multi_of[item] else ''}"
         # ---- results
-        L = lat[ins.cls]
-        done = t + L
+        done = t + lat_of[item]
         for r in ins.dsts:
             ready[r] = done
             writer[r] = n
         for r in ins.ptrs:
-            ready[r] = t + ua.ptr_latency
+            ready[r] = t + ptr_latency
             writer[r] = n
         if ins.pack:
             if done > pack_cur:
@@ -391,15 +412,15 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
         if done > end:
             end = done
         if not latency_only:
-            if len(heap) < window:
+            if not heap_full:
                 heapq.heappush(heap, t)
+                heap_full = len(heap) >= window
             elif t > heap[0]:
                 heapq.heapreplace(heap, t)
             t_fe, fe_why, fe_by = d + inv_w, "dispatch", n
             if n % 64 == 63:
-                for plist in ports.values():
-                    for p in plist:
-                        p.prune(d)
+                for p in all_ports:
+                    p.prune(d)
         if record:
             tr.static.append(item)
             tr.iters.append(tuple(iters))
