@@ -15,6 +15,7 @@ model that priced the row (A5 `auto`: `formula` where the key has parameters, el
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -294,6 +295,67 @@ class _Strings:
         return c
 
 
+TEXT = ("strategy", "model", "best", "note")
+
+
+@dataclass
+class _Results:
+    """Result columns of a frame's rows: `take[i]` is the input row of output row i (None: output row i is input
+    row i), then cycles, default and the categorical string columns."""
+
+    take: np.ndarray | None
+    cycles: np.ndarray
+    default: np.ndarray
+    text: dict[str, Any]
+
+    def __len__(self) -> int:
+        return len(self.cycles)
+
+
+def _concat(results: list[_Results], starts: list[int]) -> _Results:
+    """The results of consecutive partitions (starting at input rows `starts`) as one."""
+    import pandas as pd
+
+    take = None
+    if any(r.take is not None for r in results):
+        take = np.concatenate([(r.take if r.take is not None else np.arange(len(r))) + a
+                               for r, a in zip(results, starts)])
+    text = {}
+    for name in TEXT:
+        cats = sorted(set().union(*(r.text[name].categories for r in results)))
+        index = {c: i for i, c in enumerate(cats)}
+        small = np.int8 if len(cats) < 127 else np.int16 if len(cats) < 32767 else np.int32
+        codes = [np.array([index[c] for c in r.text[name].categories], dtype=small)[r.text[name].codes]
+                 for r in results]
+        text[name] = pd.Categorical.from_codes(np.concatenate(codes), categories=cats, validate=False)
+    return _Results(take, np.concatenate([r.cycles for r in results]), np.concatenate([r.default for r in results]),
+                    text)
+
+
+def _assemble(f: "_Frame", r: _Results):
+    """The output frame: the input columns (repeated for `all` rows), the strategy column replaced, the results."""
+    import pandas as pd
+
+    m = len(r)
+    cols = {}
+    for c in f.order:
+        if c == "strategy":
+            cols[c] = r.text["strategy"]
+        elif c in f.const:
+            v = f.const[c]
+            cols[c] = pd.Categorical.from_codes(np.zeros(m, dtype=np.int8), [v]) if isinstance(v, str) else np.full(m, v)
+        elif r.take is None:
+            cols[c] = f.df[c].reset_index(drop=True)
+        else:
+            cols[c] = f.df[c].take(r.take).reset_index(drop=True)
+    cols["cycles"] = r.cycles
+    cols["model"] = r.text["model"]
+    cols["default"] = r.default
+    cols["best"] = r.text["best"]
+    cols["note"] = r.text["note"]
+    return pd.DataFrame(cols, copy=False)
+
+
 class _Entries:
     """Output rows collected from blocks: per part the input rows (a slice or positions), the rank of each entry
     among its row's entries (`all` rows), and per field an array or one value for the whole part."""
@@ -379,11 +441,8 @@ class _Entries:
         strat = np.where(self.named[asked], self.asked_code[asked], 0)
         self._part(rows, cycles=np.nan, strategy=strat, model=0, default=False, best=0, note=self.strings.code(note))
 
-    def frame(self, f):
-        """The output frame: the input columns (repeated for `all` rows), the strategy column replaced, results."""
-        import pandas as pd
-
-        n = f.n
+    def results(self, n: int) -> "_Results":
+        """The result columns of the `n` input rows (expanded for `all` rows)."""
         if self.expanded:
             listed = [p["rows"] for p in self.parts if not isinstance(p["rows"], slice)]
             counts = np.bincount(np.concatenate(listed), minlength=n) if listed else np.zeros(n, dtype=np.int64)
@@ -401,25 +460,8 @@ class _Entries:
         for p, pos in zip(self.parts, where):
             for name, arr in out.items():
                 arr[pos] = p[name]
-        text = {name: self._categorical(name, where, m) for name in ("strategy", "model", "best", "note")}
-        cols = {}
-        for c in f.order:
-            if c == "strategy":
-                cols[c] = text["strategy"]
-            elif c in f.const:
-                v = f.const[c]
-                cols[c] = (pd.Categorical.from_codes(np.zeros(m, dtype=np.int8), [v]) if isinstance(v, str)
-                           else np.full(m, v))
-            elif take is None:
-                cols[c] = f.df[c].reset_index(drop=True)
-            else:
-                cols[c] = f.df[c].take(take).reset_index(drop=True)
-        cols["cycles"] = out["cycles"]
-        cols["model"] = text["model"]
-        cols["default"] = out["default"]
-        cols["best"] = text["best"]
-        cols["note"] = text["note"]
-        return pd.DataFrame(cols, copy=False)
+        text = {name: self._categorical(name, where, m) for name in TEXT}
+        return _Results(take, out["cycles"], out["default"], text)
 
     def _categorical(self, name: str, where: list, m: int):
         """The string field `name` of every part as one pandas Categorical whose categories are the values present,
@@ -476,10 +518,15 @@ def sweep(frame, *, model: str = "auto", progress: Callable[[int, int], None] | 
     cannot be modelled), `model`, `default` (bool), `best` (the fastest legal strategy) and `note`. The string
     columns the sweep writes (strategy, model, best, note, and added constant columns) are categorical.
     """
+    f = _Frame(frame)
+    return _assemble(f, _evaluate(f, model, progress, vectorised))
+
+
+def _evaluate(f: _Frame, model: str, progress=None, vectorised: bool = True) -> _Results:
+    """Cost every row of a normalised frame: closed forms per group where they exist, else per request."""
     from .operands import make_request
     from .vector import Shapes, closed_form
 
-    f = _Frame(frame)
     n = f.n
     keys = _key_columns(f)
     group_cols = [c for c in keys if c not in SHAPE_COLUMNS]
@@ -516,7 +563,7 @@ def sweep(frame, *, model: str = "auto", progress: Callable[[int, int], None] | 
             done = _per_request(values, idx[rest], sh.take(rest), ask_codes, entries, models, progress, done, n)
         if progress is not None:
             progress(done, n)
-    return entries.frame(f)
+    return entries.results(n)
 
 
 def _per_request(values, idx, sh, ask_codes, entries: _Entries, models: Models, progress, done: int, total: int) -> int:
@@ -546,48 +593,67 @@ def _per_request(values, idx, sh, ask_codes, entries: _Entries, models: Models, 
 
 
 def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, workers: int | None = None,
-               npartitions: int | None = None):
-    """Run `sweep` over partitions of the frame on a dask.distributed cluster; returns the same frame as `sweep`."""
+               npartitions: int | None = None, processes: bool = True):
+    """Run `sweep` over partitions of the frame on a dask.distributed cluster; returns the same frame as `sweep`.
+
+    Workers get only the columns a sweep reads (strings as categoricals, shapes as int32) and send back only the
+    result columns; the output frame is assembled here, from the caller's columns, exactly as `sweep` assembles it.
+    Without `scheduler` a local cluster of `workers` (default 2) worker processes (threads if `processes` is False)
+    is started for the call.
+    """
     from .errors import PtoCostError
 
     try:
-        import dask.dataframe as dd
         from dask.distributed import Client, LocalCluster
     except ImportError:
         raise PtoCostError("the dask engine needs the optional extra: pip install 'pto-cost[dask]'") from None
-    import pandas as pd
 
-    df = frame.reset_index(drop=True)
-    n = npartitions or max(1, min(len(df) // 2000 + 1, 4 * (workers or 2)))
+    f = _Frame(frame.reset_index(drop=True))
+    slim = _slim(f)
+    k = npartitions or max(1, min(f.n // 2000 + 1, 2 * (workers or 2)))
+    starts = [f.n * i // k for i in range(k)]
+    parts = [slim.iloc[a:b] for a, b in zip(starts, starts[1:] + [f.n])]
     cluster = None
     if scheduler:
         client = Client(scheduler)
     else:
-        cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=processes,
+                               dashboard_address=None)
         client = Client(cluster)
     try:
-        meta = sweep(df.head(1), model=model).iloc[:0]
-        ddf = dd.from_pandas(df, npartitions=n, sort=False)
-        out = pd.DataFrame(ddf.map_partitions(sweep, model=model, meta=meta).compute()).reset_index(drop=True)
-        return _sorted_categories(out, [c for c in meta.columns if isinstance(meta[c].dtype, pd.CategoricalDtype)])
+        results = client.gather(client.map(_partition_results, client.scatter(parts), model=model, pure=False))
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+    return _assemble(f, _concat(results, starts))
 
 
-def _sorted_categories(df, cols: list[str]):
-    """Give categorical columns the categories `sweep` gives them: the values present, sorted (partitions
-    concatenated by dask carry the union of their own categories, in partition order)."""
+def _partition_results(part, model: str = "auto") -> _Results:
+    """The result columns of one partition (what a dask worker runs: the same evaluation as `sweep`)."""
+    return _evaluate(_Frame(part), model)
+
+
+def _slim(f: _Frame):
+    """The columns a sweep reads, compact for shipping: strings in runs as categoricals, shapes as int32."""
     import pandas as pd
 
-    for c in cols:
-        col = df[c]
-        if not isinstance(col.dtype, pd.CategoricalDtype):
-            col = col.astype("category")
-        present = col.cat.categories[np.unique(col.cat.codes.to_numpy())]
-        df[c] = col.cat.set_categories(sorted(present))
-    return df
+    cols = {}
+    for c in [*_key_columns(f), "strategy"]:
+        if c in f.const:
+            continue
+        col = f.df[c]
+        if isinstance(col.dtype, pd.StringDtype) or col.dtype == object:
+            runs = _runs(col)
+            if runs is not None:
+                starts, values = runs
+                codes, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+                if (codes >= 0).all():
+                    col = pd.Categorical.from_codes(np.repeat(codes, np.diff(np.append(starts, f.n))), uniq)
+        elif c in SHAPE_COLUMNS and len(col) and 0 <= col.min() and col.max() < 1 << 31:
+            col = col.to_numpy(np.int32)
+        cols[c] = col
+    return pd.DataFrame(cols, copy=False)  # columns the frame lacks are added by each partition, as by `sweep`
 
 
 def verify_sample(result, n: int, *, seed: int = 0) -> list[str]:
