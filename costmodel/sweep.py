@@ -604,21 +604,20 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
     from .errors import PtoCostError
 
     try:
-        from dask.distributed import Client, LocalCluster
+        from dask.distributed import Client
     except ImportError:
         raise PtoCostError("the dask engine needs the optional extra: pip install 'pto-cost[dask]'") from None
 
     f = _Frame(frame.reset_index(drop=True))
     slim = _slim(f)
-    k = npartitions or max(1, min(f.n // 2000 + 1, 2 * (workers or 2)))
+    k = npartitions or max(1, min(f.n // 2000 + 1, workers or 2))
     starts = [f.n * i // k for i in range(k)]
     parts = [slim.iloc[a:b] for a, b in zip(starts, starts[1:] + [f.n])]
     cluster = None
     if scheduler:
         client = Client(scheduler)
     else:
-        cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=processes,
-                               dashboard_address=None)
+        cluster = local_cluster(workers or 2, processes=processes)
         client = Client(cluster)
     try:
         results = client.gather(client.map(_partition_results, client.scatter(parts), model=model, pure=False))
@@ -629,13 +628,31 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
     return _assemble(f, _concat(results, starts))
 
 
+# dask starts worker processes with MALLOC_TRIM_THRESHOLD_=64 KiB (memory goes back to the OS eagerly); that also
+# pins glibc's mmap threshold at 128 KiB, so every numpy temporary of a 32k-row chunk is a fresh mmap that
+# page-faults in: a sweep then takes ~2.5x the CPU it takes in a plain process. Sweep workers keep freed memory.
+WORKER_ENVIRON = {"MALLOC_TRIM_THRESHOLD_": 128 << 20, "MALLOC_MMAP_THRESHOLD_": 64 << 20}
+
+
+def local_cluster(workers: int = 2, *, processes: bool = True):
+    """A dask LocalCluster for sweeps: `workers` single-threaded workers (processes, or threads of this process),
+    worker processes started with WORKER_ENVIRON."""
+    import dask
+    from dask.distributed import LocalCluster
+
+    environ = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}
+    with dask.config.set(environ):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None)
+
+
 def _partition_results(part, model: str = "auto") -> _Results:
     """The result columns of one partition (what a dask worker runs: the same evaluation as `sweep`)."""
     return _evaluate(_Frame(part), model)
 
 
 def _slim(f: _Frame):
-    """The columns a sweep reads, compact for shipping: strings in runs as categoricals, shapes as int32."""
+    """The columns a sweep reads, compact for shipping: strings in runs as categoricals, shapes in the smallest
+    integer type that holds them."""
     import pandas as pd
 
     cols = {}
@@ -648,10 +665,15 @@ def _slim(f: _Frame):
             if runs is not None:
                 starts, values = runs
                 codes, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
-                if (codes >= 0).all():
-                    col = pd.Categorical.from_codes(np.repeat(codes, np.diff(np.append(starts, f.n))), uniq)
-        elif c in SHAPE_COLUMNS and len(col) and 0 <= col.min() and col.max() < 1 << 31:
-            col = col.to_numpy(np.int32)
+                if (codes >= 0).all() and len(uniq) < 127:
+                    lengths = np.diff(np.append(starts, f.n))
+                    col = pd.Categorical.from_codes(np.repeat(codes.astype(np.int8), lengths), uniq, validate=False)
+        elif c in SHAPE_COLUMNS and len(col):
+            lo, hi = int(col.min()), int(col.max())
+            for small in (np.int16, np.int32):
+                if np.iinfo(small).min <= lo and hi <= np.iinfo(small).max:
+                    col = col.to_numpy(small)
+                    break
         cols[c] = col
     return pd.DataFrame(cols, copy=False)  # columns the frame lacks are added by each partition, as by `sweep`
 
