@@ -433,13 +433,15 @@ class _Entries:
                        default=s == d[r], best=best_code[many][r], note=0)
             self.expanded = True
 
-    def add_errors(self, rows, asked: np.ndarray, note: str) -> None:
-        """One entry per row: NaN cycles and the reason (the strategy kept when a name was asked for)."""
+    def add_errors(self, rows, asked: np.ndarray, note: str | np.ndarray) -> None:
+        """One entry per row: NaN cycles and the reason (one message, or interned codes per row); the strategy is
+        kept when a name was asked for."""
         m = len(asked)
         if m == 0:
             return
         strat = np.where(self.named[asked], self.asked_code[asked], 0)
-        self._part(rows, cycles=np.nan, strategy=strat, model=0, default=False, best=0, note=self.strings.code(note))
+        code = self.strings.code(note) if isinstance(note, str) else note
+        self._part(rows, cycles=np.nan, strategy=strat, model=0, default=False, best=0, note=code)
 
     def results(self, n: int) -> "_Results":
         """The result columns of the `n` input rows (expanded for `all` rows)."""
@@ -548,10 +550,18 @@ def _evaluate(f: _Frame, model: str, progress=None, vectorised: bool = True) -> 
             rest = np.arange(len(idx))
         else:
             rest = np.flatnonzero(block.fallback)
-            if not len(rest):  # the whole group
+            err = block.errors
+            if err is not None:
+                at = idx[err.rows]
+                codes = np.array([entries.strings.code(msg) for msg in err.messages], dtype=np.int32)[err.code]
+                entries.add_errors(at, ask_codes[at], codes)
+            if not len(rest) and err is None:  # the whole group
                 cov, at = slice(None), rows
             else:
-                cov = np.flatnonzero(~block.fallback)
+                keep = ~block.fallback
+                if err is not None:
+                    keep[err.rows] = False
+                cov = np.flatnonzero(keep)
                 at = idx[cov]
             if block.note:
                 entries.add_errors(at, ask_codes[at], block.note)

@@ -20,6 +20,11 @@ def allocate(arch: str, tiles: list[tuple[str, Tile]], scratch: list[tuple[str, 
         out.append(Buffer(name, tile, addr, scratch=(name, tile) in list(scratch)))
         addr += -(-tile.nbytes // align) * align
     if addr > limit:
-        used = ", ".join(f"{b.name} {b.nbytes} B" for b in out)
-        raise ShapeError(f"operands need {addr} B of unified buffer but {arch} has {limit} B ({used})")
+        raise ShapeError(overflow_message(arch, [(b.name, b.nbytes) for b in out], addr, limit))
     return tuple(out)
+
+
+def overflow_message(arch: str, used: list[tuple[str, int]], need: int, limit: int) -> str:
+    """The error of buffers (name, bytes) that need `need` bytes of a `limit`-byte unified buffer."""
+    listed = ", ".join(f"{name} {nbytes} B" for name, nbytes in used)
+    return f"operands need {need} B of unified buffer but {arch} has {limit} B ({listed})"

@@ -67,6 +67,16 @@ class Block:
     note: str = ""
     best: np.ndarray | None = None     # (n,) index of the fastest legal strategy (ties: default, then listed order)
     dval: np.ndarray | None = None     # (n,) cycles of the default strategy
+    errors: "Errors | None" = None     # rows whose request is rejected with a known message (not in `fallback`)
+
+
+@dataclass
+class Errors:
+    """Rows (positions in the block) rejected with a message: `messages[code[i]]` for row `rows[i]`."""
+
+    rows: np.ndarray
+    code: np.ndarray
+    messages: list[str]
 
 
 MakeRequest = Callable[[int, int, int, int], Request]
@@ -97,14 +107,44 @@ def closed_form(make: MakeRequest, shapes: Shapes, models) -> Block | None:
     block = Block(prep.strategies, np.empty((S, n)), np.empty((S, n), dtype=bool), np.zeros(n, dtype=np.int64),
                   prep.models, np.empty(n, dtype=bool), prep.note, np.zeros(n, dtype=np.int64), np.empty(n))
     step = prep.chunk or max(n, 1)
+    errors = []
     for a in range(0, n, step):
         sl = slice(a, a + step)
         view = Block(block.strategies, block.cycles[:, sl], block.legal[:, sl], block.default[sl], block.models,
                      block.fallback[sl], block.note, block.best[sl], block.dval[sl])
-        prep.evaluate(shapes.take(sl), view)
+        err = prep.evaluate(shapes.take(sl), view)
+        if err is not None:
+            errors.append((a, err))
         if S and not prep.note:
             best_of(view.cycles, view.default, view.best, view.dval)
+    if errors:
+        messages: dict[str, int] = {}
+        rows, codes = [], []
+        for a, err in errors:
+            local = np.array([messages.setdefault(m, len(messages)) for m in err.messages], dtype=np.int64)
+            rows.append(err.rows + a)
+            codes.append(local[err.code])
+        block.errors = Errors(np.concatenate(rows), np.concatenate(codes), list(messages))
     return block
+
+
+def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows: np.ndarray) -> Errors | None:
+    """The allocator's error for the given rows, whose buffers (name, bits per element of a rows x cols tile, or 0
+    and a constant byte size) exceed the unified buffer (lower/alloc.py); one message per distinct tile size."""
+    from ..arch import constants
+    from ..lower.alloc import overflow_message
+
+    if not len(rows):
+        return None
+    c = constants(arch)
+    numel = (shapes.rows[rows].astype(np.int64) * shapes.cols[rows])
+    sizes, code = np.unique(numel, return_inverse=True)
+    messages = []
+    for size in sizes.tolist():
+        used = [(name, (size * bits + 7) // 8 if bits else const) for name, bits, const in named]
+        need = sum(-(-nbytes // c.ub_align_bytes) * c.ub_align_bytes for _, nbytes in used)
+        messages.append(overflow_message(arch, used, need, c.ub_bytes))
+    return Errors(np.asarray(rows, dtype=np.int64), code.ravel(), messages)
 
 
 def best_of(cycles: np.ndarray, default: np.ndarray, best: np.ndarray, dval: np.ndarray) -> None:

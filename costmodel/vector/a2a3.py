@@ -34,7 +34,7 @@ from ..lower.a2a3.table import LoweringRow, alternatives, lowering_row
 from ..models.a2a3_intrinsic import BINARY_ALU, IntrinsicModel, cost_class, feature_key, param_value
 from ..models.params import shipped
 from ..request import Request
-from . import Block, Shapes, cdiv, fdiv, fmod, narrow, narrow_all, request_ok, ub_need
+from . import Block, Shapes, cdiv, fdiv, fmod, narrow, narrow_all, request_ok, ub_errors, ub_need
 
 _A = constants("a2a3")
 MAX_REPEAT = modes.MAX_REPEAT
@@ -68,6 +68,7 @@ class RowForm:
     epr: int                             # EPR of the mode rules (elementwise.epr_of)
     steps: tuple[StepForm, ...]
     buffers: tuple[tuple[int, int], ...]  # allocated buffers for ub_need
+    buffer_names: tuple[str, ...]
     lane_den: int                        # valid cols must be a multiple of this (`as=` views)
     startup: float                       # head and tail terms (one segment per step), summed as the plan path does
     rep_keys: tuple[tuple[float, tuple[int, ...]], ...]  # (per_repeat parameter, steps sharing the key), in order
@@ -111,11 +112,12 @@ def _row_form(rep: Request, row: LoweringRow, table) -> RowForm | None:
         if st is None:
             return None
         steps.append(st)
-    buffers, seen = [], set()
+    buffers, names, seen = [], [], set()
     for b in bufs:
         if b.offset in seen:  # in place: src shares dst's buffer
             continue
         seen.add(b.offset)
+        names.append(b.name)
         if b.name in blocks:
             buffers.append((0, b.nbytes))
         elif b.tile.shape == rep.dst.shape:
@@ -139,7 +141,7 @@ def _row_form(rep: Request, row: LoweringRow, table) -> RowForm | None:
     for key, count in startup_keys.items():
         startup += float(count) * price(key)
     den = math.lcm(*(st.ratio.denominator for st in steps)) if steps else 1
-    return RowForm(row.rule, elementwise.epr_of(rep, row), tuple(steps), tuple(buffers), den, startup,
+    return RowForm(row.rule, elementwise.epr_of(rep, row), tuple(steps), tuple(buffers), tuple(names), den, startup,
                    tuple((price(k), tuple(v)) for k, v in rep_keys.items()),
                    price("count_floor"), price("set_mode"), price("set_mask"), price("barrier"))
 
@@ -318,12 +320,18 @@ class Prepared:
         shapes = narrow_all(shapes)
         sv = rep.dst.static_valid
         ok = request_ok(rep, shapes)
-        ok &= ub_need(list(base.buffers), shapes, _A.ub_align_bytes) <= _A.ub_bytes
+        fits = ub_need(list(base.buffers), shapes, _A.ub_align_bytes) <= _A.ub_bytes
+        # rows the request accepts but whose buffers do not fit: the allocator's error (the first check that fails)
+        errors = ub_errors("a2a3", [(n, *b) for n, b in zip(base.buffer_names, base.buffers)], shapes,
+                           np.flatnonzero(ok & ~fits))
+        ok &= fits
         if base.lane_den > 1:
             ok &= fmod(shapes.vc, base.lane_den) == 0
         np.logical_not(ok, out=out.fallback)
+        if errors is not None:
+            out.fallback[errors.rows] = False
         if self.note:
-            return
+            return errors
         whole = bool(ok.all())
         idx = slice(None) if whole else np.flatnonzero(ok)
         if not whole:
@@ -333,7 +341,7 @@ class Prepared:
         sh = narrow(shapes.take(idx))
         m = len(sh.rows)
         if m == 0:
-            return
+            return errors
         d = Derived(sh)
         issues = True
         legal_base = legal_modes(base.rule, sh, base.epr, tuple(t.dtype.bits for _, t in rep.tiles))
@@ -374,6 +382,7 @@ class Prepared:
         for j in range(len(names)):
             bad |= (dflt == j) & ~out.legal[j, idx]
         out.fallback[idx] |= bad
+        return errors
 
 
 CHUNK = 32768  # rows per evaluation: the temporaries stay in cache (several times faster than whole groups)

@@ -33,7 +33,7 @@ from ..models.a5_pipeline import PipelineModel
 from ..models.auto import FormulaThenPipeline
 from ..models.params import shipped
 from ..request import Request
-from . import Block, Shapes, cdiv, fdiv, narrow, narrow_all, request_ok, ub_need
+from . import Block, Shapes, cdiv, fdiv, narrow, narrow_all, request_ok, ub_errors, ub_need
 
 _A = constants("a5")
 MAX_TRIP = _A.max_trip_count
@@ -166,10 +166,16 @@ class Prepared:
         arrays)."""
         shapes = narrow_all(shapes)
         ok = request_ok(self.rep, shapes)
-        ok &= ub_need(list(self.buffers), shapes, _A.ub_align_bytes) <= _A.ub_bytes
+        fits = ub_need(list(self.buffers), shapes, _A.ub_align_bytes) <= _A.ub_bytes
+        # rows the request accepts but whose tiles do not fit: the allocator's error (the first check that fails)
+        errors = ub_errors("a5", [(name, *b) for (name, _), b in zip(self.rep.tiles, self.buffers)], shapes,
+                           np.flatnonzero(ok & ~fits))
+        ok &= fits
         np.logical_not(ok, out=out.fallback)
+        if errors is not None:
+            out.fallback[errors.rows] = False
         if self.note:
-            return
+            return errors
         whole = bool(ok.all())
         idx = slice(None) if whole else np.flatnonzero(ok)
         if not whole:
@@ -179,7 +185,7 @@ class Prepared:
         sh = narrow(shapes.take(idx))
         m = len(sh.rows)
         if m == 0:
-            return
+            return errors
         full_cols = sh.vc == sh.cols
         runtime = full_cols | (sh.vr <= 1)
         static = (full_cols & self.static_valid) | (sh.rows == 1)
@@ -217,6 +223,7 @@ class Prepared:
         for j in {da, db}:
             bad |= (dflt == j) & ~out.legal[j, idx]
         out.fallback[idx] |= bad
+        return errors
 
 
 CHUNK = 32768  # rows per evaluation of a formula-priced group: the temporaries stay in cache
