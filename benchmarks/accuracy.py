@@ -60,7 +60,7 @@ def run(arch: str, path: Path, k: int) -> None:
 
         fit, _ = fit_a5_formula(trace, k=k)
         used = trace[trace["arch"] == "a5"].reset_index(drop=True).iloc[fit.kept]
-        choice = f"shrink {fit.shrink}"
+        choice = f"shrink {fit.shrink}, pooling by {fit.pool}"
     seconds = time.perf_counter() - t0
     used = used.reset_index(drop=True).assign(cv_cycles=fit.cv_predictions)
     shipped = validate_frame(trace).predictions

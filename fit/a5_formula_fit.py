@@ -19,7 +19,9 @@ from costmodel.models.params import ParamRow
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
 
-SHRINKS = (0.003, 0.01, 0.03)
+# candidates: shrink strength × what the top of the hierarchy pools (the op family across 1D/2D, or all
+# families of the same 1D/2D form)
+CANDIDATES = [(shrink, pool) for shrink in (0.003, 0.01) for pool in ("family", "dimension")]
 BASE_SCALE = {"p0": 20.0, "p1": 1.0, "p2": 3.0, "p3": 10.0, "p4": 10.0}
 D_START = {"2d-no-post-update": (50.0, 1.0, 5.0)}
 
@@ -95,7 +97,7 @@ def _family_scales(rows: Rows, idx: np.ndarray) -> dict[tuple[str, str], float]:
     return out
 
 
-def _fit_p(rows: Rows, idx: np.ndarray, shrink: float, scales) -> dict[str, float]:
+def _fit_p(rows: Rows, idx: np.ndarray, shrink: float, scales, pool: str = "family") -> dict[str, float]:
     """Hierarchical fit of the P coefficients on rows `idx`; returns {term|node: value} for every node."""
     feats = _features(rows, idx)
     names, cols, parent, scale = [], [], {}, {}
@@ -107,7 +109,8 @@ def _fit_p(rows: Rows, idx: np.ndarray, shrink: float, scales) -> dict[str, floa
             n = f"{t}|{k0}"
             names.append(n)
             cols.append(np.where(sel, feats[t], 0.0))
-            chain = [n, f"{t}|{k1}", f"{t}|{fam}|{dim}", f"{t}|{fam}"]
+            top = f"{t}|{fam}" if pool == "family" else f"{t}|*|{dim}"
+            chain = [n, f"{t}|{k1}", f"{t}|{fam}|{dim}", top]
             for a, b in zip(chain, chain[1:]):
                 parent[a] = b
             for c in chain:
@@ -142,14 +145,14 @@ def _d_value(D: dict, rows: Rows, i: int) -> float:
     return d0 + d1 * rows.C[i] + d2 * rows.R[i] * (rows.dim[i] == "2d")
 
 
-def fit_max(rows: Rows, idx: np.ndarray, shrink: float, iterations: int = 10):
+def fit_max(rows: Rows, idx: np.ndarray, shrink: float, iterations: int = 10, pool: str = "family"):
     """Alternate P and D fits on rows `idx`; returns (P coefficients, D per strategy)."""
     scales = _family_scales(rows, idx)
     D = {s: D_START.get(s, (50.0, 1.0, 1.0 if s.startswith("2d") else 0.0)) for s in set(rows.strategy)}
     res = idx
     coef: dict = {}
     for _ in range(iterations):
-        coef = _fit_p(rows, res, shrink, scales)
+        coef = _fit_p(rows, res, shrink, scales, pool)
         P = np.array([_p_value(coef, rows, i) for i in idx])
         Dv = np.array([_d_value(D, rows, i) for i in idx])
         bound = idx[(Dv > P + 0.5) | np.isnan(P)]
@@ -183,6 +186,7 @@ class A5FormulaFit:
     cv_predictions: np.ndarray
     selection: pd.DataFrame
     shrink: float
+    pool: str
     report: pd.DataFrame
     kept: np.ndarray
 
@@ -196,20 +200,20 @@ def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: st
     folds = grouped_folds(groups, k=min(k, len(set(groups))), seed=seed)
     allidx = np.arange(len(rows.y))
     results, best = [], None
-    for shrink in SHRINKS:
+    for shrink, pool in CANDIDATES:
         pred = np.full(len(rows.y), np.nan)
         for f in np.unique(folds):
             tr, te = allidx[folds != f], allidx[folds == f]
-            coef, D = fit_max(rows, tr, shrink)
+            coef, D = fit_max(rows, tr, shrink, pool=pool)
             pred[te] = predict_rows(coef, D, rows, te)
         s = summary(pred, rows.y)
-        results.append({"shrink": shrink, **s})
+        results.append({"shrink": shrink, "pool": pool, **s})
         if best is None or s["mape"] < best[0]:
-            best = (s["mape"], shrink, pred)
-    _, shrink, cv_pred = best
-    coef, D = fit_max(rows, allidx, shrink)
+            best = (s["mape"], shrink, pool, pred)
+    _, shrink, pool, cv_pred = best
+    coef, D = fit_max(rows, allidx, shrink, pool=pool)
     out_rows, report = _to_rows(coef, D, rows, cv_pred, source)
-    return A5FormulaFit(tuple(out_rows), cv_pred, pd.DataFrame(results), shrink, report, np.array(keep)), notes
+    return A5FormulaFit(tuple(out_rows), cv_pred, pd.DataFrame(results), shrink, pool, report, np.array(keep)), notes
 
 
 def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str):

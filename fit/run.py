@@ -52,9 +52,8 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         fit, notes = fit_a5_formula(trace, k=k, seed=seed, source=source)
         y = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True).iloc[fit.kept]["measured_cycles"].to_numpy(float)
         run.rows += list(fit.rows)
-        rep = fit.report.rename(columns={"parameter": "key"})
         run.sections.append({"arch": "a5", "model": "formula", "selection": fit.selection,
-                             "choice": f"shrink {fit.shrink}", "report": _a5_report(fit.report),
+                             "choice": f"shrink {fit.shrink}, pooling by {fit.pool}", "report": _a5_report(fit.report),
                              "cv": summary(fit.cv_predictions, y), "notes": notes})
     if "a5" in arches and model in ("pipeline", "all"):
         from .pipeline_fit import build_cases, fit_pipeline, fit_report
