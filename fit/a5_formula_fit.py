@@ -184,6 +184,7 @@ def predict_rows(coef: dict, D: dict, rows: Rows, idx: np.ndarray) -> np.ndarray
 class A5FormulaFit:
     rows: tuple[ParamRow, ...]
     cv_predictions: np.ndarray
+    insample: np.ndarray
     selection: pd.DataFrame
     shrink: float
     pool: str
@@ -213,7 +214,9 @@ def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: st
     _, shrink, pool, cv_pred = best
     coef, D = fit_max(rows, allidx, shrink, pool=pool)
     out_rows, report = _to_rows(coef, D, rows, cv_pred, source)
-    return A5FormulaFit(tuple(out_rows), cv_pred, pd.DataFrame(results), shrink, pool, report, np.array(keep)), notes
+    insample = predict_rows(coef, D, rows, allidx)
+    return A5FormulaFit(tuple(out_rows), cv_pred, insample, pd.DataFrame(results), shrink, pool, report,
+                        np.array(keep)), notes
 
 
 def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str):
