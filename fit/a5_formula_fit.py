@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import lsq_linear
 
 from costmodel.models import a5_formula as fm
 from costmodel.models.params import ParamRow
@@ -24,6 +25,8 @@ from .metrics import summary
 CANDIDATES = [(shrink, pool) for shrink in (0.003, 0.01) for pool in ("family", "dimension")]
 BASE_SCALE = {"p0": 20.0, "p1": 1.0, "p2": 3.0, "p3": 10.0, "p4": 10.0}
 D_START = {"2d-no-post-update": (50.0, 1.0, 5.0)}
+# the start of a dispatch bound: at least the VF startup plus drain (23 + 12 cycles, costmodel.md §8)
+D_START_BOUNDS = ((35.0, 80.0),)
 
 
 @dataclass(frozen=True)
@@ -159,10 +162,12 @@ def fit_max(rows: Rows, idx: np.ndarray, shrink: float, iterations: int = 10, po
         for s in set(rows.strategy[idx]):
             b = bound[rows.strategy[bound] == s]
             two = s.startswith("2d")
-            if len(b) >= (3 if two else 2):
+            # a loop form's dispatch bound is shared by every op: refit it only from several families' rows
+            if len(b) >= (3 if two else 2) and len(set(rows.fam[b])) >= 2:
                 X = np.column_stack([np.ones(len(b))] + ([rows.R[b]] if two else []))
                 w = 1 / rows.y[b]
-                sol = np.linalg.lstsq(X * w[:, None], (rows.y[b] - rows.C[b]) * w, rcond=None)[0]
+                lo, hi = [D_START_BOUNDS[0][0]] + ([0.0] if two else []), [D_START_BOUNDS[0][1]] + ([10.0] if two else [])
+                sol = lsq_linear(X * w[:, None], (rows.y[b] - rows.C[b]) * w, bounds=(lo, hi)).x
                 D[s] = (float(sol[0]), 1.0, float(sol[1]) if two else 0.0)
         new = np.setdiff1d(idx, bound)
         if np.array_equal(new, res):
