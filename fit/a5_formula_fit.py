@@ -119,14 +119,14 @@ def _fit_p(rows: Rows, idx: np.ndarray, shrink: float, scales, pool: str = "fami
             for c in chain:
                 scale[c] = scales.get((fam, t), BASE_SCALE[t])
     fit = fit_linear(np.column_stack(cols), rows.y[idx], names, parent=parent, shrink=shrink, scale=scale, stderr=False)
-    out = dict(zip(fit.names, fit.values))
+    out = dict(fit.nodes)  # every key, (key in any form) and family node, effective values
     # family/form values for keys the fit never saw: mean of the fitted keys below them
     for k0 in sorted(set(rows.k0[idx])):
         j = int(np.flatnonzero(rows.k0 == k0)[0])
         for t in fm.P_TERMS:
             out.setdefault(f"{t}|{rows.fam[j]}|{rows.dim[j]}|members", []).append(out[f"{t}|{k0}"])
     for k in [k for k in out if k.endswith("|members")]:
-        out[k[: -len("|members")]] = float(np.mean(out.pop(k)))
+        out[k[: -len("|members")] + "|mean"] = float(np.mean(out.pop(k)))
     return out
 
 
@@ -134,10 +134,12 @@ def _p_value(coef: dict, rows: Rows, i: int) -> float:
     f = fm.features(rows.C[i], rows.R[i], rows.dim[i])
     total = 0.0
     for t in fm.P_TERMS:
-        c = coef.get(f"{t}|{rows.k0[i]}")
-        if c is None:
-            c = coef.get(f"{t}|{rows.fam[i]}|{rows.dim[i]}")
-        if c is None:
+        # the key; else the same op/dtype/variant in the same 1D/2D form; else the family mean in that form
+        for node in (f"{t}|{rows.k0[i]}", f"{t}|{rows.k1[i]}", f"{t}|{rows.fam[i]}|{rows.dim[i]}|mean"):
+            c = coef.get(node)
+            if c is not None:
+                break
+        else:
             return np.nan
         total += c * float(f[t])
     return total
@@ -243,11 +245,11 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str):
                        **{t: (float(coef[f"{t}|{k0}"]) if t in terms else 0.0) for t in fm.P_TERMS}})
     for fam in sorted(set(rows.fam)):
         for dim in ("1d", "2d"):
-            if f"p0|{fam}|{dim}" not in coef:
+            if f"p0|{fam}|{dim}|mean" not in coef:
                 continue
             sel = (rows.fam == fam) & (rows.dim == dim)
             for t in (fm.P_TERMS if dim == "2d" else fm.P_TERMS[:2]):
-                out.append(ParamRow("a5", "vf", "family", fam, "*", "", dim, "", t, float(coef[f"{t}|{fam}|{dim}"]),
+                out.append(ParamRow("a5", "vf", "family", fam, "*", "", dim, "", t, float(coef[f"{t}|{fam}|{dim}|mean"]),
                                     None, int(sel.sum()), None, f"{src}; mean of the family's fitted keys"))
     for s, (d0, d1, d2) in sorted(D.items()):
         n = int((rows.strategy == s).sum())
