@@ -102,7 +102,6 @@ def _metrics_table(title: str, df, keys: list[str]):
 
 def validation_text(rep, name: str) -> None:
     """Print the overall metrics, the per-op table and the rows that could not be modelled."""
-    import pandas as pd
 
     con = console()
     o = rep.overall
