@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 MEASURED = ROOT.parent / "shared" / "measured" / "a5_vf_cycles.csv"
 
+from fit.linear import grouped_folds  # noqa: E402
+
 # Groups the model does not explain structurally (see the report at the end).
 UNEXPLAINED = {
     "TSEL fp32": "fp32 TSEL: 1D cost depends on trip-count parity and 2D costs ~7 cycles/chunk (upstream keys "
@@ -30,20 +32,6 @@ UNEXPLAINED = {
     "TCVT 1D widening, 1 iteration": "1D widening TCVT with one iteration measures more than with 5-10 "
                                       "iterations (81 vs 65 cycles): not monotone, no pipeline cause",
 }
-
-
-def grouped_folds(groups: np.ndarray, k: int = 5, seed: int = 0) -> np.ndarray:
-    """Fold number per row; all rows of a group share a fold (greedy balance by group size, seeded order)."""
-    uniq, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
-    order = np.random.default_rng(seed).permutation(len(uniq))
-    order = order[np.argsort(-counts[order], kind="stable")]
-    load = np.zeros(k)
-    fold_of = np.empty(len(uniq), dtype=int)
-    for g in order:
-        f = int(np.argmin(load))
-        fold_of[g] = f
-        load[f] += counts[g]
-    return fold_of[inverse]
 
 
 def _summ(df: pd.DataFrame, col: str) -> pd.DataFrame:

@@ -53,26 +53,45 @@ def estimate(
 def compare(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
     model: ModelOpt = "auto",
+    across: Annotated[Optional[str], typer.Option("--across", help="Compare on several arches side by side, e.g. a2a3,a5.")] = None,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the emulator checks.")] = False,
     json_out: JsonOpt = False,
     req: dict = None,
 ) -> None:
-    """Cost every legal emission strategy of one request; mark the default and the fastest."""
+    """Cost every legal emission strategy of one request; mark the default and the fastest (with its saving)."""
     import costmodel
+    from costmodel.errors import PtoCostError
+
     from . import render
 
     kw = _kwargs(req)
-    ests = costmodel.compare_estimates(op, kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None), model=model,
-                                       verify=not no_verify, **kw)
-    if json_out:
+    shape, dtype, arch = kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None)
+    arches = [a.strip() for a in across.split(",") if a.strip()] if across else [arch]
+    docs, tables = [], []
+    for a in arches:
+        try:
+            ests = costmodel.compare_estimates(op, shape, dtype, a, model=model, verify=not no_verify, **kw)
+        except PtoCostError as exc:
+            if not across:
+                raise
+            docs.append({"arch": a, "error": str(exc)})
+            tables.append((a, str(exc)))
+            continue
         best = min(e.cycles for e in ests)
         default = next(e for e in ests if e.strategy_source == "default")
-        render.emit_json({"op": ests[0].op, "arch": ests[0].arch, "model": ests[0].model,
-                          "default": default.strategy, "fastest": next(e.strategy for e in ests if e.cycles == best),
-                          "fastest_saving_pct": (1 - best / default.cycles) * 100 if default.cycles else 0.0,
-                          "strategies": [dict(e.to_dict(), default=e is default, fastest=e.cycles == best) for e in ests]})
-    else:
-        render.compare_text(ests)
+        docs.append({"op": ests[0].op, "arch": ests[0].arch, "model": ests[0].model, "default": default.strategy,
+                     "fastest": next(e.strategy for e in ests if e.cycles == best),
+                     "fastest_saving_pct": (1 - best / default.cycles) * 100 if default.cycles else 0.0,
+                     "strategies": [dict(e.to_dict(), default=e is default, fastest=e.cycles == best) for e in ests]})
+        tables.append((a, ests))
+    if json_out:
+        render.emit_json(docs[0] if not across else {"op": op, "across": docs})
+        return
+    for a, ests in tables:
+        if isinstance(ests, str):
+            render.console().print(f"[yellow]{op} on {a}: {ests}[/]")
+        else:
+            render.compare_text(ests)
 
 
 @app.command()

@@ -102,7 +102,6 @@ def _metrics_table(title: str, df, keys: list[str]):
 
 def validation_text(rep, name: str) -> None:
     """Print the overall metrics, the per-op table and the rows that could not be modelled."""
-    import pandas as pd
 
     con = console()
     o = rep.overall
@@ -172,4 +171,13 @@ def fit_text(run, output: str | None, written: int) -> None:
             t.add_row(str(r["parameter"]), f"{r['value']:.4g}", "-" if se is None or se != se else f"{se:.3g}",
                       str(int(r["n_obs"])), "-" if r["cv_mape"] is None or r["cv_mape"] != r["cv_mape"] else f"{r['cv_mape']:.1f}")
         con.print(t)
+        out = sec.get("outliers")
+        if out is not None and len(out):
+            con.print(f"[yellow]{len(out)} outlier row(s)[/] (in-sample error beyond 3 robust sigmas):")
+            for r in out.head(15).to_dict("records"):
+                shape = f"{r.get('rows')}x{r.get('cols')}" + (f" valid {r.get('valid_rows')}x{r.get('valid_cols')}"
+                                                            if (r.get('valid_rows'), r.get('valid_cols')) != (r.get('rows'), r.get('cols')) else "")
+                dst = f"->{r['dst_dtype']}" if r.get("dst_dtype") else ""
+                con.print(f"  line {r['line']}: {r['op']} {r['dtype']}{dst} {shape} {r.get('vf_impl_kind', '') or ''} "
+                          f"measured {r['measured']:g}, predicted {r['predicted']:g} ({r['error_pct']:+.1f} %)")
     con.print(f"wrote {written} parameter rows to {output}" if output else "dry run: nothing written")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ._data import read_rows
 from .arch import ARCHES, check_arch
 from .errors import UnknownOpError, UnsupportedDtypeError
-from .dtypes import DType, dtype as as_dtype
+from .dtypes import DType
 
 
 @dataclass(frozen=True)

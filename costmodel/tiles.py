@@ -93,21 +93,16 @@ class Tile:
             problem = alignment_problem(self.layout, self.rows, self.cols, self.dtype.bits)
             if problem:
                 raise ShapeError(f"{name} {self.rows}x{self.cols} {self.dtype}: {problem}")
-        elif self.layout == "row_major":
-            row_bits = self.cols * self.dtype.bits
-            if row_bits % 256:
-                need = 256 // math.gcd(256, self.dtype.bits)
-                raise ShapeError(
-                    f"{name} {self.rows}x{self.cols} {self.dtype}: a row-major row is {row_bits / 8:g} B, "
-                    f"not a multiple of 32 B; cols must be a multiple of {need} for {self.dtype}"
-                )
         else:
-            col_bits = self.rows * self.dtype.bits
-            if col_bits % 256:
+            # NoneBox: a row-major row (col-major column) must be a multiple of 32 bytes (isa.md §1.1)
+            run, count, what, dim = ((self.cols, "row", "cols", "row-major") if self.layout == "row_major"
+                                     else (self.rows, "column", "rows", "col-major"))
+            bits = run * self.dtype.bits
+            if bits % 256:
                 need = 256 // math.gcd(256, self.dtype.bits)
                 raise ShapeError(
-                    f"{name} {self.rows}x{self.cols} {self.dtype}: a col-major column is {col_bits / 8:g} B, "
-                    f"not a multiple of 32 B; rows must be a multiple of {need} for {self.dtype}"
+                    f"{name} {self.rows}x{self.cols} {self.dtype}: a {dim} {count} is {bits / 8:g} B, "
+                    f"not a multiple of 32 B; {what} must be a multiple of {need} for {self.dtype}"
                 )
 
     def describe(self) -> str:

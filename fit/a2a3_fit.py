@@ -154,6 +154,7 @@ class A2A3Fit:
     rows: tuple[ParamRow, ...]
     report: pd.DataFrame
     cv_predictions: np.ndarray
+    insample: np.ndarray
     selection: pd.DataFrame
     shrink: float
     dtypes: str
@@ -205,7 +206,7 @@ def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = ""
     X, columns = design(feats, table, dtypes)
     fitted = _fit(X, y, columns, shrink)
     rows, report = _to_rows(fitted, columns, X, y, cv_pred, table, source, len(y))
-    return A2A3Fit(tuple(rows), report, cv_pred, pd.DataFrame(results), shrink, dtypes), notes
+    return A2A3Fit(tuple(rows), report, cv_pred, fitted.predict(X), pd.DataFrame(results), shrink, dtypes), notes
 
 
 def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, source: str, n_rows: int):

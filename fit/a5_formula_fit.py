@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import lsq_linear
 
 from costmodel.models import a5_formula as fm
 from costmodel.models.params import ParamRow
@@ -19,9 +20,13 @@ from costmodel.models.params import ParamRow
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
 
-SHRINKS = (0.003, 0.01, 0.03)
+# candidates: shrink strength × what the top of the hierarchy pools (the op family across 1D/2D, or all
+# families of the same 1D/2D form)
+CANDIDATES = [(shrink, pool) for shrink in (0.003, 0.01) for pool in ("family", "dimension")]
 BASE_SCALE = {"p0": 20.0, "p1": 1.0, "p2": 3.0, "p3": 10.0, "p4": 10.0}
 D_START = {"2d-no-post-update": (50.0, 1.0, 5.0)}
+# the start of a dispatch bound: at least the VF startup plus drain (23 + 12 cycles, costmodel.md §8)
+D_START_BOUNDS = ((35.0, 80.0),)
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ def _family_scales(rows: Rows, idx: np.ndarray) -> dict[tuple[str, str], float]:
     return out
 
 
-def _fit_p(rows: Rows, idx: np.ndarray, shrink: float, scales) -> dict[str, float]:
+def _fit_p(rows: Rows, idx: np.ndarray, shrink: float, scales, pool: str = "family") -> dict[str, float]:
     """Hierarchical fit of the P coefficients on rows `idx`; returns {term|node: value} for every node."""
     feats = _features(rows, idx)
     names, cols, parent, scale = [], [], {}, {}
@@ -107,20 +112,21 @@ def _fit_p(rows: Rows, idx: np.ndarray, shrink: float, scales) -> dict[str, floa
             n = f"{t}|{k0}"
             names.append(n)
             cols.append(np.where(sel, feats[t], 0.0))
-            chain = [n, f"{t}|{k1}", f"{t}|{fam}|{dim}", f"{t}|{fam}"]
+            top = f"{t}|{fam}" if pool == "family" else f"{t}|*|{dim}"
+            chain = [n, f"{t}|{k1}", f"{t}|{fam}|{dim}", top]
             for a, b in zip(chain, chain[1:]):
                 parent[a] = b
             for c in chain:
                 scale[c] = scales.get((fam, t), BASE_SCALE[t])
     fit = fit_linear(np.column_stack(cols), rows.y[idx], names, parent=parent, shrink=shrink, scale=scale, stderr=False)
-    out = dict(zip(fit.names, fit.values))
+    out = dict(fit.nodes)  # every key, (key in any form) and family node, effective values
     # family/form values for keys the fit never saw: mean of the fitted keys below them
     for k0 in sorted(set(rows.k0[idx])):
         j = int(np.flatnonzero(rows.k0 == k0)[0])
         for t in fm.P_TERMS:
             out.setdefault(f"{t}|{rows.fam[j]}|{rows.dim[j]}|members", []).append(out[f"{t}|{k0}"])
     for k in [k for k in out if k.endswith("|members")]:
-        out[k[: -len("|members")]] = float(np.mean(out.pop(k)))
+        out[k[: -len("|members")] + "|mean"] = float(np.mean(out.pop(k)))
     return out
 
 
@@ -128,10 +134,12 @@ def _p_value(coef: dict, rows: Rows, i: int) -> float:
     f = fm.features(rows.C[i], rows.R[i], rows.dim[i])
     total = 0.0
     for t in fm.P_TERMS:
-        c = coef.get(f"{t}|{rows.k0[i]}")
-        if c is None:
-            c = coef.get(f"{t}|{rows.fam[i]}|{rows.dim[i]}")
-        if c is None:
+        # the key; else the same op/dtype/variant in the same 1D/2D form; else the family mean in that form
+        for node in (f"{t}|{rows.k0[i]}", f"{t}|{rows.k1[i]}", f"{t}|{rows.fam[i]}|{rows.dim[i]}|mean"):
+            c = coef.get(node)
+            if c is not None:
+                break
+        else:
             return np.nan
         total += c * float(f[t])
     return total
@@ -142,24 +150,26 @@ def _d_value(D: dict, rows: Rows, i: int) -> float:
     return d0 + d1 * rows.C[i] + d2 * rows.R[i] * (rows.dim[i] == "2d")
 
 
-def fit_max(rows: Rows, idx: np.ndarray, shrink: float, iterations: int = 10):
+def fit_max(rows: Rows, idx: np.ndarray, shrink: float, iterations: int = 10, pool: str = "family"):
     """Alternate P and D fits on rows `idx`; returns (P coefficients, D per strategy)."""
     scales = _family_scales(rows, idx)
     D = {s: D_START.get(s, (50.0, 1.0, 1.0 if s.startswith("2d") else 0.0)) for s in set(rows.strategy)}
     res = idx
     coef: dict = {}
     for _ in range(iterations):
-        coef = _fit_p(rows, res, shrink, scales)
+        coef = _fit_p(rows, res, shrink, scales, pool)
         P = np.array([_p_value(coef, rows, i) for i in idx])
         Dv = np.array([_d_value(D, rows, i) for i in idx])
         bound = idx[(Dv > P + 0.5) | np.isnan(P)]
         for s in set(rows.strategy[idx]):
             b = bound[rows.strategy[bound] == s]
             two = s.startswith("2d")
-            if len(b) >= (3 if two else 2):
+            # a loop form's dispatch bound is shared by every op: refit it only from several families' rows
+            if len(b) >= (3 if two else 2) and len(set(rows.fam[b])) >= 2:
                 X = np.column_stack([np.ones(len(b))] + ([rows.R[b]] if two else []))
                 w = 1 / rows.y[b]
-                sol = np.linalg.lstsq(X * w[:, None], (rows.y[b] - rows.C[b]) * w, rcond=None)[0]
+                lo, hi = [D_START_BOUNDS[0][0]] + ([0.0] if two else []), [D_START_BOUNDS[0][1]] + ([10.0] if two else [])
+                sol = lsq_linear(X * w[:, None], (rows.y[b] - rows.C[b]) * w, bounds=(lo, hi)).x
                 D[s] = (float(sol[0]), 1.0, float(sol[1]) if two else 0.0)
         new = np.setdiff1d(idx, bound)
         if np.array_equal(new, res):
@@ -181,8 +191,10 @@ def predict_rows(coef: dict, D: dict, rows: Rows, idx: np.ndarray) -> np.ndarray
 class A5FormulaFit:
     rows: tuple[ParamRow, ...]
     cv_predictions: np.ndarray
+    insample: np.ndarray
     selection: pd.DataFrame
     shrink: float
+    pool: str
     report: pd.DataFrame
     kept: np.ndarray
 
@@ -196,20 +208,22 @@ def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: st
     folds = grouped_folds(groups, k=min(k, len(set(groups))), seed=seed)
     allidx = np.arange(len(rows.y))
     results, best = [], None
-    for shrink in SHRINKS:
+    for shrink, pool in CANDIDATES:
         pred = np.full(len(rows.y), np.nan)
         for f in np.unique(folds):
             tr, te = allidx[folds != f], allidx[folds == f]
-            coef, D = fit_max(rows, tr, shrink)
+            coef, D = fit_max(rows, tr, shrink, pool=pool)
             pred[te] = predict_rows(coef, D, rows, te)
         s = summary(pred, rows.y)
-        results.append({"shrink": shrink, **s})
+        results.append({"shrink": shrink, "pool": pool, **s})
         if best is None or s["mape"] < best[0]:
-            best = (s["mape"], shrink, pred)
-    _, shrink, cv_pred = best
-    coef, D = fit_max(rows, allidx, shrink)
+            best = (s["mape"], shrink, pool, pred)
+    _, shrink, pool, cv_pred = best
+    coef, D = fit_max(rows, allidx, shrink, pool=pool)
     out_rows, report = _to_rows(coef, D, rows, cv_pred, source)
-    return A5FormulaFit(tuple(out_rows), cv_pred, pd.DataFrame(results), shrink, report, np.array(keep)), notes
+    insample = predict_rows(coef, D, rows, allidx)
+    return A5FormulaFit(tuple(out_rows), cv_pred, insample, pd.DataFrame(results), shrink, pool, report,
+                        np.array(keep)), notes
 
 
 def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str):
@@ -231,11 +245,11 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str):
                        **{t: (float(coef[f"{t}|{k0}"]) if t in terms else 0.0) for t in fm.P_TERMS}})
     for fam in sorted(set(rows.fam)):
         for dim in ("1d", "2d"):
-            if f"p0|{fam}|{dim}" not in coef:
+            if f"p0|{fam}|{dim}|mean" not in coef:
                 continue
             sel = (rows.fam == fam) & (rows.dim == dim)
             for t in (fm.P_TERMS if dim == "2d" else fm.P_TERMS[:2]):
-                out.append(ParamRow("a5", "vf", "family", fam, "*", "", dim, "", t, float(coef[f"{t}|{fam}|{dim}"]),
+                out.append(ParamRow("a5", "vf", "family", fam, "*", "", dim, "", t, float(coef[f"{t}|{fam}|{dim}|mean"]),
                                     None, int(sel.sum()), None, f"{src}; mean of the family's fitted keys"))
     for s, (d0, d1, d2) in sorted(D.items()):
         n = int((rows.strategy == s).sum())

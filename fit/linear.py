@@ -23,6 +23,7 @@ class LinearFit:
     rss: float
     dof: int
     at_bound: tuple[str, ...] = field(default=())
+    nodes: dict[str, float] = field(default_factory=dict)  # effective value of every node, incl. latent families
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         return np.asarray(X, dtype=float) @ self.values
@@ -94,7 +95,10 @@ def fit_linear(X: np.ndarray, y: np.ndarray, names: list[str], *, parent: dict[s
         node_vals = lsq_linear(A, b, bounds=(lb, np.full(len(nodes), np.inf)), method="bvls", lsmr_tol="auto").x
     else:
         node_vals = np.linalg.lstsq(A, b, rcond=None)[0]
-    eff = np.array([node_vals[idx[n]] + sum(node_vals[idx[a]] for a in _ancestors(n, parent)) for n in names])
+    def effective(n: str) -> float:
+        return float(node_vals[idx[n]] + sum(node_vals[idx[a]] for a in _ancestors(n, parent)))
+
+    eff = np.array([effective(n) for n in names])
     resid = (Z @ node_vals - y) * w
     dof = max(1, len(y) - len(nodes))
     sigma2 = float(resid @ resid) / dof
@@ -112,7 +116,8 @@ def fit_linear(X: np.ndarray, y: np.ndarray, names: list[str], *, parent: dict[s
         errors = np.full(len(names), np.nan)
     n_obs = (np.abs(X) > 0).sum(axis=0)
     at_bound = tuple(n for n in names if parent.get(n) is None and n in (lower or {}) and abs(node_vals[idx[n]] - lower[n]) < 1e-9)
-    return LinearFit(tuple(names), eff, errors, n_obs, float(resid @ resid), dof, at_bound)
+    return LinearFit(tuple(names), eff, errors, n_obs, float(resid @ resid), dof, at_bound,
+                     {n: effective(n) for n in nodes})
 
 
 def grouped_folds(groups: np.ndarray, k: int = 5, seed: int = 0) -> np.ndarray:

@@ -13,7 +13,6 @@ rows whose programs contain that class), which keeps a full fit to a couple of m
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,8 @@ import numpy as np
 import pandas as pd
 
 from costmodel.models.a5_pipeline import PipelineModel
+
+from .io import atomic_path
 from costmodel.models.a5_pipeline_engine import Template
 from costmodel.models.a5_pipeline_uarch import PARAMS_FILE, A5Uarch
 
@@ -305,33 +306,25 @@ def write_params(fit: PipelineFit, path: str | os.PathLike | None = None) -> Pat
     from costmodel._data import data_path
 
     path = Path(path) if path else data_path(PARAMS_FILE)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name, dir=path.parent)
     units = {f[0]: f[4] for f in FREE}
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-            fh.write(f"# A5 VF pipeline parameters (costmodel/models/a5_pipeline_uarch.py); written by "
-                     f"fit/pipeline_fit.py\n# trace={fit.trace_name or 'unknown'} n_obs={fit.n_rows} "
-                     f"loss=soft_l1 on relative error; window profiled over {sorted(fit.window_profile)}\n")
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(["name", "value", "stderr", "unit", "n_obs", "source"])
-            for f in fields(A5Uarch):
-                v = getattr(fit.uarch, f.name)
-                if f.name in fit.free:
-                    se = fit.stderr.get(f.name, float("nan"))
-                    src = f"fitted on {fit.trace_name or 'trace'}" + (" (at bound)" if f.name in fit.at_bound else "")
-                    w.writerow([f.name, f"{v:.6g}", f"{se:.3g}", units.get(f.name, "cycles"), fit.n_obs.get(f.name, 0), src])
-                elif f.name == "window":
-                    w.writerow([f.name, v, "", "instructions", fit.n_rows,
-                                f"profiled over {sorted(fit.window_profile)} on {fit.trace_name or 'trace'}"])
-                else:
-                    unit = "ports" if f.name.endswith("ports") else "cycles"
-                    w.writerow([f.name, f"{v:.6g}", "", unit, 0, FIXED_SOURCE.get(f.name, "fixed: no data moves it")])
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+        fh.write(f"# A5 VF pipeline parameters (costmodel/models/a5_pipeline_uarch.py); written by "
+                 f"fit/pipeline_fit.py\n# trace={fit.trace_name or 'unknown'} n_obs={fit.n_rows} "
+                 f"loss=soft_l1 on relative error; window profiled over {sorted(fit.window_profile)}\n")
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["name", "value", "stderr", "unit", "n_obs", "source"])
+        for f in fields(A5Uarch):
+            v = getattr(fit.uarch, f.name)
+            if f.name in fit.free:
+                se = fit.stderr.get(f.name, float("nan"))
+                src = f"fitted on {fit.trace_name or 'trace'}" + (" (at bound)" if f.name in fit.at_bound else "")
+                w.writerow([f.name, f"{v:.6g}", f"{se:.3g}", units.get(f.name, "cycles"), fit.n_obs.get(f.name, 0), src])
+            elif f.name == "window":
+                w.writerow([f.name, v, "", "instructions", fit.n_rows,
+                            f"profiled over {sorted(fit.window_profile)} on {fit.trace_name or 'trace'}"])
+            else:
+                unit = "ports" if f.name.endswith("ports") else "cycles"
+                w.writerow([f.name, f"{v:.6g}", "", unit, 0, FIXED_SOURCE.get(f.name, "fixed: no data moves it")])
     return path
 
 

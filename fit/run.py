@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from costmodel.errors import TraceError
@@ -19,6 +20,22 @@ class FitRun:
     sections: list[dict] = field(default_factory=list)
     rows: list = field(default_factory=list)
     pipeline: object = None
+
+
+def outliers(frame: pd.DataFrame, predicted: np.ndarray, *, floor: float = 5.0) -> pd.DataFrame:
+    """Rows whose in-sample error is far outside the fit's typical error: |APE| above 3 robust sigmas
+    (1.4826 × median absolute deviation) and above `floor` %; returned with line, op, shape and errors."""
+    meas = frame["measured_cycles"].to_numpy(float)
+    err = (np.asarray(predicted, float) - meas) / meas * 100
+    sigma = 1.4826 * np.nanmedian(np.abs(err - np.nanmedian(err)))
+    bad = np.abs(err) > max(3 * sigma, floor)
+    cols = [c for c in ("line", "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols",
+                        "vf_impl_kind", "extra") if c in frame]
+    out = frame.loc[bad, cols].copy()
+    out["measured"] = meas[bad]
+    out["predicted"] = np.round(np.asarray(predicted, float)[bad], 1)
+    out["error_pct"] = np.round(err[bad], 1)
+    return out.sort_values("error_pct", key=np.abs, ascending=False)
 
 
 def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: int = 0) -> FitRun:
@@ -41,21 +58,27 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         from .a2a3_fit import fit_a2a3
 
         fit, notes = fit_a2a3(trace, k=k, seed=seed, source=source)
-        y = trace[trace["arch"].str.lower() == "a2a3"]["measured_cycles"].to_numpy(float)
+        a2 = trace[trace["arch"].str.lower() == "a2a3"].reset_index(drop=True)
+        from .a2a3_fit import lower_rows as lower_a2a3
+
+        a2 = a2.iloc[lower_a2a3(a2)[1]].reset_index(drop=True)
+        y = a2["measured_cycles"].to_numpy(float)
         run.rows += list(fit.rows)
         run.sections.append({"arch": "a2a3", "model": "formula", "selection": fit.selection,
                              "choice": f"shrink {fit.shrink}, dtype effects {fit.dtypes}", "report": fit.report,
-                             "cv": summary(fit.cv_predictions, y[: len(fit.cv_predictions)]), "notes": notes})
+                             "cv": summary(fit.cv_predictions, y), "notes": notes,
+                             "outliers": outliers(a2, fit.insample)})
     if "a5" in arches and model in ("formula", "all"):
         from .a5_formula_fit import fit_a5_formula
 
         fit, notes = fit_a5_formula(trace, k=k, seed=seed, source=source)
-        y = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True).iloc[fit.kept]["measured_cycles"].to_numpy(float)
+        a5 = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True).iloc[fit.kept].reset_index(drop=True)
+        y = a5["measured_cycles"].to_numpy(float)
         run.rows += list(fit.rows)
-        rep = fit.report.rename(columns={"parameter": "key"})
         run.sections.append({"arch": "a5", "model": "formula", "selection": fit.selection,
-                             "choice": f"shrink {fit.shrink}", "report": _a5_report(fit.report),
-                             "cv": summary(fit.cv_predictions, y), "notes": notes})
+                             "choice": f"shrink {fit.shrink}, pooling by {fit.pool}", "report": _a5_report(fit.report),
+                             "cv": summary(fit.cv_predictions, y), "notes": notes,
+                             "outliers": outliers(a5, fit.insample)})
     if "a5" in arches and model in ("pipeline", "all"):
         from .pipeline_fit import build_cases, fit_pipeline, fit_report
 

@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from costmodel import api
-from costmodel.isa_a5 import Addr, Affine, Loop, Plt, PostAddr, SetScalar, VfProgram, Vlds, VOp, Vsts
+from costmodel.isa_a5 import Addr, Affine, Loop, Plt, PostAddr, VfProgram, Vlds, VOp, Vsts
 from costmodel.models.a5_pipeline import PipelineModel
 from costmodel.models.a5_pipeline_engine import compile_program, simulate
 from costmodel.models.a5_pipeline_uarch import PARAM_NAMES, A5Uarch, read_params, shipped, vector_class
-from costmodel.models.a5_pipeline_views import Timeline, critical_path
+from costmodel.models.a5_pipeline_views import critical_path
 
 # Hand-check parameters: whole numbers, one instruction dispatched per cycle, no loop overheads.
 HAND = A5Uarch(startup=20, drain=12, dispatch_width=1, window=64, loop_entry=0, iter_gap=0, outer_gap=0,

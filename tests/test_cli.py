@@ -87,3 +87,16 @@ def test_ops_lists_the_catalogue():
     doc = json.loads(r.stdout)
     names = {i["name"] for i in doc["instructions"]}
     assert "TMINS" in names and "TMATMUL_MX" not in names
+
+
+def test_compare_across_arches_lists_both():
+    r = run("compare", "TMINS", "--shape", "64x64", "--dtype", "f16", "--across", "a2a3,a5", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [d["arch"] for d in doc["across"]] == ["a2a3", "a5"]
+    a5 = doc["across"][1]
+    assert {"1d-post-update", "2d-no-post-update"} <= {s["strategy"] for s in a5["strategies"]}
+    assert all(s["verified"] == "yes" for d in doc["across"] for s in d["strategies"])
+    r = run("compare", "TMINS", "--shape", "64x64", "--dtype", "u8", "--across", "a2a3,a5", "--json")
+    doc = json.loads(r.stdout)
+    assert "error" in doc["across"][0] and "strategies" in doc["across"][1]

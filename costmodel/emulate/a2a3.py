@@ -115,18 +115,26 @@ def _mask_bits(state: VectorState, lanes: int, repeat: int) -> tuple[np.ndarray,
     return act, np.flatnonzero(act)
 
 
+def _two_sources(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState):
+    """Return (active mask, active lane numbers, src0 values, src1 values) of a compare/select call, or None."""
+    dt = as_dtype(op.dtype)
+    act, k = _mask_bits(state, _A.repeat_bytes * 8 // dt.bits, op.repeat)
+    if not k.size:
+        return None
+    a, b = (ub.read(_addresses(bases[s.buf], s, dt.bits // 8, act.shape)[act], dt) for s in op.srcs[:2])
+    return act, k, a, b
+
+
 def _compare(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
     """vcmpv_<mode>: one bit per active element, LSB first, `lanes` bits per repeat packed back to back (isa.md §7.1).
 
     The dst operand's block and repeat strides are not used. Bits of inactive lanes keep their old value
     (inferred, as for masked lanes of other intrinsics).
     """
-    dt = as_dtype(op.dtype)
-    lanes = _A.repeat_bytes * 8 // dt.bits
-    act, k = _mask_bits(state, lanes, op.repeat)
-    if not k.size:
+    got = _two_sources(ub, bases, op, state)
+    if got is None:
         return
-    a, b = (ub.read(_addresses(bases[s.buf], s, dt.bits // 8, act.shape)[act], dt) for s in op.srcs[:2])
+    act, k, a, b = got
     with np.errstate(invalid="ignore"):
         bits = _PREDICATES[kernel](a, b).astype(np.uint8)
     base = bases[op.dst.buf] + op.dst.offset
@@ -138,12 +146,11 @@ def _compare(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorS
 
 def _select(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
     """vsel(dst, src0, src1, mask): src0 where the lane's mask bit (same packing as vcmpv) is 1, else src1 (inferred)."""
-    dt = as_dtype(op.dtype)
-    lanes = _A.repeat_bytes * 8 // dt.bits
-    act, k = _mask_bits(state, lanes, op.repeat)
-    if not k.size:
+    got = _two_sources(ub, bases, op, state)
+    if got is None:
         return
-    a, b = (ub.read(_addresses(bases[s.buf], s, dt.bits // 8, act.shape)[act], dt) for s in op.srcs[:2])
+    act, k, a, b = got
+    dt = as_dtype(op.dtype)
     m = op.srcs[2]
     bit = (ub.bytes[bases[m.buf] + m.offset + k // 8] >> (k % 8)) & 1
     dst = _addresses(bases[op.dst.buf], op.dst, dt.bits // 8, act.shape)[act]

@@ -25,7 +25,7 @@ import heapq
 from bisect import insort
 from dataclasses import dataclass, field
 
-from ..isa_a5 import Addr, Loop, Plds, Plt, PostAddr, PtrAdd, Vlds, Vsts, VOp
+from ..isa_a5 import Addr, Loop, Plds, Plt, PostAddr, PtrAdd, Vlds, Vsts
 from .a5_pipeline_uarch import EXU0_ONLY, A5Uarch, vector_class
 
 NEG = float("-inf")

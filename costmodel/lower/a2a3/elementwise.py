@@ -71,7 +71,7 @@ def default_mode(rule: str, req: Request, epr: int) -> str:
 def legal_modes(rule: str, req: Request, epr: int) -> dict[str, str | None]:
     """Return every mode with None if it is legal for the request, else the reason it is not."""
     tiles = [t for _, t in req.tiles]
-    vr, vc = req.dst.valid_rows, req.dst.valid_cols
+    vc = req.dst.valid_cols
     contiguous = all(_runtime_contiguous(t) for t in tiles)
     out: dict[str, str | None] = {
         "1LCount": None if contiguous else "needs contiguous data (valid cols == cols, or one row)",

@@ -1,0 +1,99 @@
+"""Cross-validated accuracy of every formula model on the measured files (run on demand).
+
+    python benchmarks/accuracy.py [--k 5]
+
+For each measured file: 5-fold cross-validation grouped by tile shape (a shape's rows are never in both
+train and test), reported per op and overall (MAPE, median and worst APE, share within 5 %), the same
+numbers in-sample with the shipped parameters, Kendall tau of the predicted vs measured order of strategies
+measured on the same shape, and the fit time. The A5 pipeline model's cross-validation and leave-one-op-out
+figures are in benchmarks/a5_pipeline.py (slower: it refits a simulator per fold). Skips cleanly when
+../shared/measured is absent.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+MEASURED = ROOT.parent / "shared" / "measured"
+TARGETS = {"a5": "overall MAPE <= 2.0 %, >= 97 % within 5 %, worst <= 15 %, TCVT MAPE <= 3 %",
+           "a2a3": "overall MAPE <= 8 %"}
+
+
+def _table(df: pd.DataFrame, pred: str) -> pd.DataFrame:
+    from fit.metrics import grouped, summary
+
+    per_op = grouped(df, ["op"], pred=pred)
+    overall = pd.DataFrame([{"op": "ALL", **summary(df[pred], df["measured_cycles"])}])
+    return pd.concat([per_op, overall], ignore_index=True)[["op", "n", "mape", "median_ape", "worst_ape", "within_5"]]
+
+
+def _order_tau(df: pd.DataFrame, pred: str) -> float:
+    from fit.metrics import strategy_order_tau
+
+    key = ["op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols", "op_params"]
+    key = [k for k in key if k in df]
+    multi = df.groupby(key, dropna=False)["vf_impl_kind" if "vf_impl_kind" in df else "op"].transform("nunique") > 1
+    return strategy_order_tau(df[multi], key, pred=pred)
+
+
+def run(arch: str, path: Path, k: int) -> None:
+    from fit.traces import check_trace, read_trace
+    from fit.validate import validate_frame
+
+    trace, _ = check_trace(read_trace(path))
+    t0 = time.perf_counter()
+    if arch == "a2a3":
+        from fit.a2a3_fit import fit_a2a3, lower_rows
+
+        fit, _ = fit_a2a3(trace, k=k)
+        used = trace[trace["arch"] == "a2a3"].reset_index(drop=True).iloc[lower_rows(trace[trace["arch"] == "a2a3"])[1]]
+        choice = f"shrink {fit.shrink}, dtype effects {fit.dtypes}"
+    else:
+        from fit.a5_formula_fit import fit_a5_formula
+
+        fit, _ = fit_a5_formula(trace, k=k)
+        used = trace[trace["arch"] == "a5"].reset_index(drop=True).iloc[fit.kept]
+        choice = f"shrink {fit.shrink}, pooling by {fit.pool}"
+    seconds = time.perf_counter() - t0
+    used = used.reset_index(drop=True).assign(cv_cycles=fit.cv_predictions)
+    shipped = validate_frame(trace).predictions
+    print(f"\n=== {arch} formula model on {path.name}: {len(used)} rows; fit incl. {k}-fold CV took {seconds:.1f} s; "
+          f"chose {choice}")
+    print(f"targets: {TARGETS[arch]}")
+    cv = _table(used, "cv_cycles")
+    ins = _table(shipped[shipped["predicted_cycles"].notna()], "predicted_cycles")
+    both = cv.merge(ins, on="op", suffixes=("_cv", "_in"))
+    with pd.option_context("display.width", 200, "display.max_rows", 100, "display.float_format", "{:.2f}".format):
+        print(both.rename(columns=lambda c: c.replace("_ape", "")).to_string(index=False))
+    if "vf_impl_kind" in used and used["vf_impl_kind"].astype(str).str.len().any():
+        print(f"strategy order (same shape, different vf_impl_kind): Kendall tau CV {_order_tau(used, 'cv_cycles'):.3f}, "
+              f"in-sample {_order_tau(shipped[shipped['predicted_cycles'].notna()], 'predicted_cycles'):.3f}")
+    worst = used.assign(ape=(used["cv_cycles"] - used["measured_cycles"]).abs() / used["measured_cycles"] * 100)
+    print("worst cross-validated rows:")
+    cols = [c for c in ("op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols", "vf_impl_kind",
+                        "measured_cycles", "cv_cycles", "ape") if c in worst]
+    print(worst.nlargest(8, "ape")[cols].to_string(index=False))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--k", type=int, default=5)
+    args = ap.parse_args()
+    if not MEASURED.is_dir():
+        print(f"skipped: {MEASURED} is not present")
+        return 0
+    for arch, name in (("a5", "a5_vf_cycles.csv"), ("a2a3", "a2a3_cycles.csv")):
+        path = MEASURED / name
+        if path.exists():
+            run(arch, path, args.k)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
