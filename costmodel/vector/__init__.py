@@ -128,22 +128,31 @@ def closed_form(make: MakeRequest, shapes: Shapes, models) -> Block | None:
     return block
 
 
-def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows: np.ndarray) -> Errors | None:
+def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows: np.ndarray,
+              cache: dict | None = None) -> Errors | None:
     """The allocator's error for the given rows, whose buffers (name, bits per element of a rows x cols tile, or 0
-    and a constant byte size) exceed the unified buffer (lower/alloc.py); one message per distinct tile size."""
+    and a constant byte size) exceed the unified buffer (lower/alloc.py); one message per distinct tile size,
+    kept in `cache` (size -> message) across the chunks of a group."""
     from ..arch import constants
     from ..lower.alloc import overflow_message
 
     if not len(rows):
         return None
     c = constants(arch)
-    numel = (shapes.rows[rows].astype(np.int64) * shapes.cols[rows])
+    align, limit = c.ub_align_bytes, c.ub_bytes
+    cache = {} if cache is None else cache
+    numel = shapes.rows[rows].astype(np.int64) * shapes.cols[rows]
     sizes, code = np.unique(numel, return_inverse=True)
     messages = []
     for size in sizes.tolist():
-        used = [(name, (size * bits + 7) // 8 if bits else const) for name, bits, const in named]
-        need = sum(-(-nbytes // c.ub_align_bytes) * c.ub_align_bytes for _, nbytes in used)
-        messages.append(overflow_message(arch, used, need, c.ub_bytes))
+        msg = cache.get(size)
+        if msg is None:
+            used = [(name, (size * bits + 7) // 8 if bits else const) for name, bits, const in named]
+            need = 0
+            for _, nbytes in used:
+                need += -(-nbytes // align) * align
+            msg = cache[size] = overflow_message(arch, used, need, limit)
+        messages.append(msg)
     return Errors(np.asarray(rows, dtype=np.int64), code.ravel(), messages)
 
 

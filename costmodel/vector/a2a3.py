@@ -20,7 +20,7 @@ a whole number of `as=` lanes, and rows where a legal mode would issue nothing f
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -312,6 +312,7 @@ class Prepared:
     base: RowForm
     alts: dict[str, RowForm | None]
     chunk: int | None = None
+    messages: dict = field(default_factory=dict)  # UB overflow message per tile size, shared by the chunks
 
     def evaluate(self, shapes: Shapes, out: Block) -> None:
         """Write cycles, legality, default and fallback of the rows of `shapes` into `out` (views of the group's
@@ -323,7 +324,7 @@ class Prepared:
         fits = ub_need(list(base.buffers), shapes, _A.ub_align_bytes) <= _A.ub_bytes
         # rows the request accepts but whose buffers do not fit: the allocator's error (the first check that fails)
         errors = ub_errors("a2a3", [(n, *b) for n, b in zip(base.buffer_names, base.buffers)], shapes,
-                           np.flatnonzero(ok & ~fits))
+                           np.flatnonzero(ok & ~fits), self.messages)
         ok &= fits
         if base.lane_den > 1:
             ok &= fmod(shapes.vc, base.lane_den) == 0

@@ -159,6 +159,7 @@ class Prepared:
     static_valid: bool
     pipe: PipelineModel | None
     chunk: int | None = None
+    messages: dict = field(default_factory=dict)  # UB overflow message per tile size, shared by the chunks
     tables: dict = field(default_factory=dict)  # dense formula tables per strategy, shared by the chunks
 
     def evaluate(self, shapes: Shapes, out: Block) -> None:
@@ -169,7 +170,7 @@ class Prepared:
         fits = ub_need(list(self.buffers), shapes, _A.ub_align_bytes) <= _A.ub_bytes
         # rows the request accepts but whose tiles do not fit: the allocator's error (the first check that fails)
         errors = ub_errors("a5", [(name, *b) for (name, _), b in zip(self.rep.tiles, self.buffers)], shapes,
-                           np.flatnonzero(ok & ~fits))
+                           np.flatnonzero(ok & ~fits), self.messages)
         ok &= fits
         np.logical_not(ok, out=out.fallback)
         if errors is not None:
