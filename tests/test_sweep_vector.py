@@ -87,15 +87,22 @@ def groups(draw, arch, max_rows=300, max_shapes=6, ops=None):
     if op == "TRECIP" and arch == "a5" and dtype in ("f16", "f32"):
         params["precision"] = draw(st.sampled_from(["default", "high_precision"]))
     shapes = []
+    unit = 256 // bits        # elements per 32-byte block
+    epr = 2048 // bits        # elements per 256-byte repeat
     for _ in range(draw(st.integers(1, max_shapes))):
-        rows = draw(st.integers(1, max_rows))
-        # columns: whole 32-byte rows, mostly within about the UB for three tiles, sometimes far beyond it
-        unit = 256 // bits
+        # rows: few (the 2-level count rule), around the 255-repeat limit, or any
+        rows = draw(st.one_of(st.integers(1, 8), st.sampled_from([254, 255, 256, 257]), st.integers(1, max_rows)))
+        rows = min(rows, max_rows)
+        # columns: whole 32-byte rows, mostly within about the UB for three tiles, sometimes far beyond it; around
+        # multiples of a repeat and around a 255-block row stride
         cap = max(1, UB[arch] * 8 // (3 * rows * unit * bits))
-        units = draw(st.one_of(st.integers(1, cap), st.integers(1, 4 * cap)))
+        edges = [u for k in range(1, 5) for u in (8 * k - 1, 8 * k, 8 * k + 1)] + [255, 256]
+        units = draw(st.one_of(st.integers(1, cap), st.sampled_from(edges), st.integers(1, 4 * cap)))
         cols = unit * units + draw(st.sampled_from([0] * 12 + [1]))  # a misaligned row now and then
         vr = draw(st.one_of(st.just(rows), st.integers(1, rows), st.just(1)))
-        vc = draw(st.one_of(st.just(cols), st.integers(1, cols), st.integers(1, min(cols, 300))))
+        near = [v for k in range(1, 5) for v in (k * epr - 1, k * epr, k * epr + 1) if 1 <= v <= cols]
+        vc = draw(st.one_of(st.just(cols), st.integers(1, cols), st.integers(1, min(cols, 300)),
+                            st.sampled_from(near or [cols])))
         shapes.append((rows, cols, vr, vc))
     return arch, op, dtype, params, shapes
 
@@ -169,6 +176,29 @@ def _documented_fallback(make) -> bool:
         return False
     rows = [lowering_row(req), *alternatives(req).values()]
     return any(r.rule == "scalar_loop" or r.hook for r in rows)
+
+
+def _edge_shapes(bits: int, static_valid: bool) -> list[tuple[int, int, int, int]]:
+    """Shapes on the edges of the mode rules: 1-4 rows (the small-count test), 256 rows (> 255 repeats), columns
+    around one and two repeats and a 256-block row stride; valid cols around one repeat and the full row."""
+    unit, epr = 256 // bits, 2048 // bits
+    out = []
+    for rows in (1, 2, 3, 4, 256):
+        for units in (1, 8, 9, 16, 17, 256):
+            cols = unit * units
+            for vr in sorted({1, rows}):
+                for vc in sorted({v for v in (epr - 1, epr, epr + 1, cols) if 1 <= v <= cols}):
+                    out.append((rows, cols, vr, vc))
+    return out
+
+
+@pytest.mark.parametrize("arch, op, dtype", [("a2a3", "TADD", "f32"), ("a2a3", "TMINS", "f16"), ("a2a3", "TEXP", "f32"),
+                                             ("a2a3", "TXOR", "i8"), ("a5", "TADD", "f16"), ("a5", "TEXP", "f32")])
+@pytest.mark.parametrize("static_valid", [False, True])
+def test_closed_form_on_the_edges_of_the_mode_rules(arch, op, dtype, static_valid):
+    model = ("formula", IntrinsicModel) if arch == "a2a3" else ("formula", A5FormulaModel)
+    shapes = _edge_shapes(BITS[dtype], static_valid)
+    assert _check_group((arch, op, dtype, {"static_valid": static_valid}, shapes), *model) > len(shapes) // 4
 
 
 @given(groups("a2a3"))
@@ -345,3 +375,20 @@ def test_tiles_beyond_the_unified_buffer_get_the_allocator_note_without_lowering
     pd.testing.assert_frame_equal(fast, slow, check_exact=True)
     over = fast[fast["note"].str.contains("unified buffer")]
     assert len(over) > len(frame) // 4 and over["cycles"].isna().all()
+
+
+def test_best_is_the_first_minimum_default_first_then_listed_order():
+    from costmodel.vector import best_of
+
+    nan = np.nan
+    cycles = np.array([[5.0, 7.0, nan, 3.0, 2.0],     # strategy 0
+                       [5.0, 6.0, 4.0, 3.0, 9.0],     # strategy 1
+                       [6.0, 6.0, 4.0, 3.0, 2.0]])    # strategy 2
+    default = np.array([1, 0, 2, 2, 1])
+    best, dval = np.empty(5, dtype=np.int64), np.empty(5)
+    best_of(cycles, default, best, dval)
+    # col 0: tie 0/1 at 5, default 1 wins; col 1: 1 and 2 tie at 6, the listed order gives 1; col 2: strategy 0
+    # illegal (NaN), default 2 ties with 1 and wins; col 3: all tie, default 2; col 4: 0 and 2 tie at 2, not the
+    # default (1, at 9): the first listed, 0
+    assert best.tolist() == [1, 1, 2, 2, 0]
+    assert dval.tolist() == [5.0, 7.0, 4.0, 3.0, 9.0]
