@@ -603,13 +603,14 @@ def _per_request(values, idx, sh, ask_codes, entries: _Entries, models: Models, 
 
 
 def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, workers: int | None = None,
-               npartitions: int | None = None, processes: bool = True):
+               npartitions: int | None = None, processes: bool = True, client=None):
     """Run `sweep` over partitions of the frame on a dask.distributed cluster; returns the same frame as `sweep`.
 
-    Workers get only the columns a sweep reads (strings as categoricals, shapes as int32) and send back only the
-    result columns; the output frame is assembled here, from the caller's columns, exactly as `sweep` assembles it.
-    Without `scheduler` a local cluster of `workers` (default 2) worker processes (threads if `processes` is False)
-    is started for the call.
+    Workers get only the columns a sweep reads (strings as categoricals, shapes as small integers) and send back
+    only the result columns; the output frame is assembled here, from the caller's columns, exactly as `sweep`
+    assembles it. The cluster: `client` (an existing dask Client, left open), else `scheduler` (an address,
+    connected for the call), else a local cluster of `workers` (default 2) worker processes (threads if
+    `processes` is False) started for the call.
     """
     from .errors import PtoCostError
 
@@ -623,16 +624,17 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
     k = npartitions or max(1, min(f.n // 2000 + 1, workers or 2))
     starts = [f.n * i // k for i in range(k)]
     parts = [slim.iloc[a:b] for a, b in zip(starts, starts[1:] + [f.n])]
-    cluster = None
-    if scheduler:
+    cluster, own = None, client is None
+    if client is None and scheduler:
         client = Client(scheduler)
-    else:
+    elif client is None:
         cluster = local_cluster(workers or 2, processes=processes)
         client = Client(cluster)
     try:
         results = client.gather(client.map(_partition_results, client.scatter(parts), model=model, pure=False))
     finally:
-        client.close()
+        if own:
+            client.close()
         if cluster is not None:
             cluster.close()
     return _assemble(f, _concat(results, starts))

@@ -392,3 +392,26 @@ def test_best_is_the_first_minimum_default_first_then_listed_order():
     # default (1, at 9): the first listed, 0
     assert best.tolist() == [1, 1, 2, 2, 0]
     assert dval.tolist() == [5.0, 7.0, 4.0, 3.0, 9.0]
+
+
+def test_dask_partitions_give_the_local_frame_exactly():
+    # partitions cut groups, `all` rows and per-request rows apart; categories come back in the local order
+    pytest.importorskip("dask.distributed")
+    from dask.distributed import Client
+
+    from costmodel.grid import expand
+    from costmodel.sweep import local_cluster, sweep_dask
+
+    frame = pd.concat([expand({"ops": ["TADD", "TDIVS"], "dtypes": ["i32", "f32"], "archs": ["a2a3", "a5"],
+                               "rows": "1:300:61", "cols": "64:2048:640", "strategies": ["all", "default"]}),
+                       pd.DataFrame({"op": ["TROWSUM", "TMATMUL"], "dtype": "f32", "rows": 16, "cols": 64})],
+                      ignore_index=True)
+    local = sweep(frame)
+    cluster = local_cluster(1, processes=False)
+    client = Client(cluster)
+    try:
+        for k in (1, 3, 7):
+            pd.testing.assert_frame_equal(sweep_dask(frame, client=client, npartitions=k), local, check_exact=True)
+    finally:
+        client.close()
+        cluster.close()
