@@ -103,8 +103,9 @@ def main() -> int:
         client = Client(cluster)
         try:
             sweep_dask(df.head(1000), client=client)  # workers import the package once
-            runs = (("connected for the call (scheduler=address)", lambda: sweep_dask(df, scheduler=cluster.scheduler_address)),
-                    ("an open Client (client=)", lambda: sweep_dask(df, client=client)))
+            address = cluster.scheduler_address
+            runs = (("connected for the call (scheduler=address)", lambda a=address: sweep_dask(df, scheduler=a)),
+                    ("an open Client (client=)", lambda c=client: sweep_dask(df, client=c)))
             for how, run in runs:
                 secs_d, out_d = timed(run, args.repeat)
                 pd.testing.assert_frame_equal(out, out_d, check_exact=True)

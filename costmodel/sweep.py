@@ -15,62 +15,23 @@ model that priced the row (A5 `auto`: `formula` where the key has parameters, el
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
+from .vector.frame import SHAPE_COLUMNS, Frame
+from .vector.frame import asked as _asked
+from .vector.frame import groups as _groups
+from .vector.frame import runs as _runs
+from .vector.output import Entries, Results, assemble, concat
 
 REQUEST_COLUMNS = ("op", "dtype", "dst_dtype", "arch", "rows", "cols", "valid_rows", "valid_cols", "static_valid")
 PARAM_COLUMNS = ("scalar", "order", "src0_valid", "src1_valid", "expand_mode", "expanded", "idx_dtype", "in_place",
                  "vf_impl_kind", "precision", "round_mode", "saturation", "repeat", "mask", "dst_rep_stride",
                  "src_blk_stride", "src_rep_stride", "binary", "dst_layout", "src_layout", "gm_shape", "gm_dynamic",
                  "pad", "src_valid", "layout", "src_loc", "dst_loc")
-SHAPE_COLUMNS = ("rows", "cols", "valid_rows", "valid_cols")
 OUTPUT_COLUMNS = ("cycles", "strategy", "model", "default", "best", "note")
-ASK_DEFAULT, ASK_ALL, ASK_UNKNOWN = -1, -2, -3
-
-
-class _Frame:
-    """The normalised request frame: the caller's columns plus the defaults `sweep` adds (DESIGN.md §2).
-
-    Added columns that hold one value for every row (strategy `default`, arch `a2a3`, dst_dtype ``, static_valid
-    False) are kept as constants and only materialised in the output.
-    """
-
-    def __init__(self, frame):
-        self.df = frame.copy(deep=False)  # copy-on-write: the caller's frame is never modified
-        self.n = len(frame)
-        self.order = list(frame.columns)
-        self.const: dict[str, Any] = {}
-        df = self.df
-        if "strategy" not in df:
-            self._add("strategy", "default")
-        for col, src in (("valid_rows", "rows"), ("valid_cols", "cols")):
-            if col not in df:
-                df[col] = df[src]
-                self.order.append(col)
-            elif df[col].hasnans:
-                df[col] = df[col].fillna(df[src])
-            if df[col].dtype != np.int64:
-                df[col] = df[col].astype(np.int64)
-        if "dst_dtype" not in df:
-            self._add("dst_dtype", "")
-        elif df["dst_dtype"].hasnans or df["dst_dtype"].dtype == object:
-            df["dst_dtype"] = df["dst_dtype"].fillna("").astype(str)
-        if "arch" not in df:
-            self._add("arch", "a2a3")
-        if "static_valid" not in df:
-            self._add("static_valid", False)
-
-    def _add(self, col: str, value: Any) -> None:
-        self.const[col] = value
-        self.order.append(col)
-
-    def __contains__(self, col: str) -> bool:
-        return col in self.order
-
-    def value(self, col: str, i: int):
-        return self.const[col] if col in self.const else self.df[col].iat[i]
 
 
 def _key_columns(f) -> list[str]:
@@ -140,367 +101,6 @@ def evaluate_key(values: dict[str, Any], model: str | Models) -> tuple[dict[str,
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# grouping: rows that differ only in shape
-
-_NA = object()  # one key for every missing value
-
-
-def _key(v):
-    return _NA if v is None or (isinstance(v, float) and v != v) else v
-
-
-def _runs(col) -> tuple[np.ndarray, list] | None:
-    """(start of each run of equal values, the run's value) when a column comes in few runs, else None."""
-    import pandas as pd
-
-    n = len(col)
-    limit = max(64, n // 32)
-    if isinstance(col.dtype, pd.StringDtype) and getattr(col.dtype, "storage", "") == "pyarrow":
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        arr = pa.array(col.array)
-        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
-        starts, values, offset = [], [], 0
-        for chunk in chunks:
-            ree = pc.run_end_encode(chunk)
-            ends = np.asarray(ree.run_ends, dtype=np.int64)
-            starts.append(offset + np.concatenate([[0], ends[:-1]]))
-            values.extend(ree.values.to_pylist())
-            offset += len(chunk)
-            if len(values) > limit:
-                return None
-        return (np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)), values
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        v = col.cat.codes.to_numpy()
-        change = np.flatnonzero(v[1:] != v[:-1]) + 1
-    else:
-        v = col.to_numpy()
-        if len(v) > 1 and v.dtype == object and (v[0] == v[1:]).all():  # one value (a common constant column)
-            change = np.zeros(0, dtype=np.int64)
-        else:
-            neq = v[1:] != v[:-1]
-            if v.dtype.kind in "fO":
-                na = pd.isna(v)
-                neq &= ~(na[1:] & na[:-1])
-            change = np.flatnonzero(neq) + 1
-    if len(change) >= limit:
-        return None
-    starts = np.concatenate([[0], change]).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
-    return starts, [col.iat[int(i)] for i in starts]
-
-
-def _codes(col) -> np.ndarray:
-    """Integer codes of a column's values (missing values -> -1)."""
-    import pandas as pd
-
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        return col.cat.codes.to_numpy(np.int64)
-    return pd.factorize(col, use_na_sentinel=True)[0].astype(np.int64)
-
-
-def _groups(f, cols: list[str]) -> list[tuple[dict[str, Any], slice | np.ndarray]]:
-    """[(group values, row positions)]: rows equal in `cols`; slices when a group is one run of rows."""
-    n = f.n
-    if n == 0:
-        return []
-    const = {c: f.const[c] for c in cols if c in f.const}
-    live = [c for c in cols if c not in f.const]
-    runs = {}
-    for c in live:
-        r = _runs(f.df[c])
-        if r is None:
-            return _groups_by_codes(f, cols)
-        runs[c] = r
-    bounds = np.unique(np.concatenate([np.zeros(1, dtype=np.int64), *(r[0] for r in runs.values())]))
-    ends = np.append(bounds[1:], n)
-    at = {c: np.searchsorted(runs[c][0], bounds, side="right") - 1 for c in live}
-    by_key: dict[tuple, list[tuple[int, int]]] = {}
-    first: dict[tuple, dict[str, Any]] = {}
-    for k, (a, b) in enumerate(zip(bounds.tolist(), ends.tolist())):
-        values = {c: runs[c][1][at[c][k]] for c in live}
-        key = tuple(_key(values[c]) for c in live)
-        by_key.setdefault(key, []).append((a, b))
-        first.setdefault(key, {**const, **values})
-    out = []
-    for key, spans in by_key.items():
-        rows = slice(*spans[0]) if len(spans) == 1 else np.concatenate([np.arange(a, b) for a, b in spans])
-        out.append(({c: first[key][c] for c in cols}, rows))
-    return out
-
-
-def _groups_by_codes(f, cols: list[str]):
-    n = f.n
-    gid = np.zeros(n, dtype=np.int64)
-    span = 1
-    for c in cols:
-        if c in f.const:
-            continue
-        code = _codes(f.df[c]) + 1
-        k = int(code.max()) + 1
-        if span * k >= 1 << 62:  # re-densify before the product overflows
-            gid = np.unique(gid, return_inverse=True)[1].astype(np.int64)
-            span = int(gid.max()) + 1
-        gid = gid * k + code
-        span *= k
-    gid = np.unique(gid, return_inverse=True)[1].ravel()
-    order = np.argsort(gid, kind="stable")
-    bounds = np.cumsum(np.bincount(gid))
-    out = []
-    for rows in np.split(order, bounds[:-1]):
-        i = int(rows[0])
-        out.append(({c: f.value(c, i) for c in cols}, rows))
-    return out
-
-
-def _asked(f) -> tuple[np.ndarray, list[str]]:
-    """(code per row, the distinct `strategy` values), missing and empty values read as `default`."""
-    import pandas as pd
-
-    if "strategy" in f.const:
-        return np.zeros(f.n, dtype=np.int64), ["default"]
-    col = f.df["strategy"]
-    runs = _runs(col)
-    if runs is not None:
-        starts, values = runs
-        codes = np.repeat(np.arange(len(values)), np.diff(np.append(starts, f.n)))
-    else:
-        codes, values = pd.factorize(col, use_na_sentinel=False)
-        values = list(values)
-
-    def norm(v):
-        if v is None or (isinstance(v, float) and v != v):
-            return "default"
-        s = str(v)
-        return "default" if s in ("", "None") else s
-
-    return codes.astype(np.int64), [norm(v) for v in values]
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# results: entries (one per output row) collected from blocks
-
-class _Strings:
-    """Interned output strings; entries hold their codes."""
-
-    def __init__(self):
-        self.codes: dict[str, int] = {"": 0}
-        self.items: list[str] = [""]
-
-    def code(self, s: str) -> int:
-        c = self.codes.get(s)
-        if c is None:
-            c = self.codes[s] = len(self.items)
-            self.items.append(s)
-        return c
-
-
-TEXT = ("strategy", "model", "best", "note")
-
-
-@dataclass
-class _Results:
-    """Result columns of a frame's rows: `take[i]` is the input row of output row i (None: output row i is input
-    row i), then cycles, default and the categorical string columns."""
-
-    take: np.ndarray | None
-    cycles: np.ndarray
-    default: np.ndarray
-    text: dict[str, Any]
-
-    def __len__(self) -> int:
-        return len(self.cycles)
-
-
-def _concat(results: list[_Results], starts: list[int]) -> _Results:
-    """The results of consecutive partitions (starting at input rows `starts`) as one."""
-    import pandas as pd
-
-    take = None
-    if any(r.take is not None for r in results):
-        take = np.concatenate([(r.take if r.take is not None else np.arange(len(r))) + a
-                               for r, a in zip(results, starts)])
-    text = {}
-    for name in TEXT:
-        cats = sorted(set().union(*(r.text[name].categories for r in results)))
-        index = {c: i for i, c in enumerate(cats)}
-        small = np.int8 if len(cats) < 127 else np.int16 if len(cats) < 32767 else np.int32
-        codes = [np.array([index[c] for c in r.text[name].categories], dtype=small)[r.text[name].codes]
-                 for r in results]
-        text[name] = pd.Categorical.from_codes(np.concatenate(codes), categories=cats, validate=False)
-    return _Results(take, np.concatenate([r.cycles for r in results]), np.concatenate([r.default for r in results]),
-                    text)
-
-
-def _assemble(f: "_Frame", r: _Results):
-    """The output frame: the input columns (repeated for `all` rows), the strategy column replaced, the results."""
-    import pandas as pd
-
-    m = len(r)
-    cols = {}
-    for c in f.order:
-        if c == "strategy":
-            cols[c] = r.text["strategy"]
-        elif c in f.const:
-            v = f.const[c]
-            cols[c] = pd.Categorical.from_codes(np.zeros(m, dtype=np.int8), [v]) if isinstance(v, str) else np.full(m, v)
-        elif r.take is None:
-            cols[c] = f.df[c].reset_index(drop=True)
-        else:
-            cols[c] = f.df[c].take(r.take).reset_index(drop=True)
-    cols["cycles"] = r.cycles
-    cols["model"] = r.text["model"]
-    cols["default"] = r.default
-    cols["best"] = r.text["best"]
-    cols["note"] = r.text["note"]
-    return pd.DataFrame(cols, copy=False)
-
-
-class _Entries:
-    """Output rows collected from blocks: per part the input rows (a slice or positions), the rank of each entry
-    among its row's entries (`all` rows), and per field an array or one value for the whole part."""
-
-    def __init__(self, asked: list[str]):
-        self.strings = _Strings()
-        self.asked = asked                                       # distinct `strategy` values of the frame
-        self.asked_code = np.array([self.strings.code(a) for a in asked], dtype=np.int32)
-        self.named = np.array([a not in ("default", "all") for a in asked], dtype=bool)
-        self.parts: list[dict[str, Any]] = []
-        self.expanded = False
-
-    def _ask_index(self, strategies: tuple[str, ...]) -> np.ndarray:
-        """Per distinct asked value: ASK_DEFAULT, ASK_ALL, the matching strategy's index or ASK_UNKNOWN."""
-        lower = {s.lower(): j for j, s in enumerate(strategies)}
-        return np.array([ASK_DEFAULT if a == "default" else ASK_ALL if a == "all" else lower.get(a.lower(), ASK_UNKNOWN)
-                         for a in self.asked], dtype=np.int64)
-
-    def _part(self, rows, **fields) -> None:
-        self.parts.append({"rows": rows, **fields})
-
-    def add(self, rows, asked: np.ndarray, strategies: tuple[str, ...], cycles: np.ndarray, legal: np.ndarray,
-            default: np.ndarray, models: tuple[str, ...], best: np.ndarray | None = None,
-            dval: np.ndarray | None = None) -> None:
-        """Entries of rows with a table: `cycles` and `legal` are (strategies, rows), `default` indexes strategies
-        (and is legal); `rows` are the input rows (a slice or positions); `best` and `dval` as `vector.best_of`
-        fills them (computed here when not given)."""
-        from .vector import best_of
-
-        S, m = legal.shape
-        if m == 0:
-            return
-        sc = np.array([self.strings.code(s) for s in strategies], dtype=np.int32)
-        mc = np.array([self.strings.code(x) for x in models], dtype=np.int32)
-        if best is None or dval is None:
-            best, dval = np.empty(m, dtype=np.int64), np.empty(m)
-            best_of(cycles, default, best, dval)
-        ask = self._ask_index(strategies)
-        if (ask == ASK_DEFAULT).all():  # every row wants its default strategy
-            one_model = len(set(models)) == 1
-            self._part(rows, cycles=dval, strategy=(sc, default), model=mc[0] if one_model else (mc, default),
-                       default=True, best=(sc, best), note=0)
-            return
-        best_code = sc[best]
-        ar = np.arange(m)
-        flat = np.ascontiguousarray(cycles).ravel()
-        rows = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
-        k = ask[asked]
-        single = k != ASK_ALL
-        j = np.where(k >= 0, k, default)
-        ok = single & ((k == ASK_DEFAULT) | ((k >= 0) & legal[np.maximum(k, 0), ar]))
-        sel = np.flatnonzero(ok)
-        js = j[sel]
-        self._part(rows[sel], cycles=flat[js * m + sel], strategy=sc[js], model=mc[js], default=js == default[sel],
-                   best=best_code[sel], note=0)
-        bad = np.flatnonzero(single & ~ok)
-        if len(bad):
-            bits = (legal[:, bad] * (1 << np.arange(S))[:, None]).sum(axis=0)
-            combo = np.stack([asked[bad], bits, default[bad]], axis=1)
-            uniq, inv = np.unique(combo, axis=0, return_inverse=True)
-            notes = []
-            for a, b, d in uniq.tolist():
-                names = [strategies[d]] + [s for i, s in enumerate(strategies) if b >> i & 1 and i != d]
-                notes.append(self.strings.code(f"strategy {self.asked[a]} is not legal here; legal: {', '.join(names)}"))
-            self._part(rows[bad], cycles=np.nan, strategy=self.asked_code[asked[bad]], model=mc[default[bad]],
-                       default=False, best=best_code[bad], note=np.array(notes, dtype=np.int32)[inv.ravel()])
-        many = np.flatnonzero(~single)
-        if len(many):
-            lg = legal[:, many]
-            d = default[many]
-            s_idx = np.arange(S)[:, None]
-            rank = np.where(s_idx == d[None, :], 0, np.cumsum(lg & (s_idx != d[None, :]), axis=0))
-            s, r = np.nonzero(lg)
-            self._part(rows[many][r], rank=rank[s, r], cycles=flat[s * m + many[r]], strategy=sc[s], model=mc[s],
-                       default=s == d[r], best=best_code[many][r], note=0)
-            self.expanded = True
-
-    def add_errors(self, rows, asked: np.ndarray, note: str | np.ndarray) -> None:
-        """One entry per row: NaN cycles and the reason (one message, or interned codes per row); the strategy is
-        kept when a name was asked for."""
-        m = len(asked)
-        if m == 0:
-            return
-        strat = np.where(self.named[asked], self.asked_code[asked], 0)
-        code = self.strings.code(note) if isinstance(note, str) else note
-        self._part(rows, cycles=np.nan, strategy=strat, model=0, default=False, best=0, note=code)
-
-    def results(self, n: int) -> "_Results":
-        """The result columns of the `n` input rows (expanded for `all` rows)."""
-        if self.expanded:
-            listed = [p["rows"] for p in self.parts if not isinstance(p["rows"], slice)]
-            counts = np.bincount(np.concatenate(listed), minlength=n) if listed else np.zeros(n, dtype=np.int64)
-            for p in self.parts:
-                if isinstance(p["rows"], slice):
-                    counts[p["rows"]] += 1
-            offsets = np.cumsum(counts) - counts
-            where = [offsets[p["rows"]] + p.get("rank", 0) for p in self.parts]
-            take = np.repeat(np.arange(n), counts)
-            m = int(counts.sum())
-        else:
-            where = [p["rows"] for p in self.parts]
-            take, m = None, n
-        out = {"cycles": np.empty(m), "default": np.empty(m, dtype=bool)}
-        for p, pos in zip(self.parts, where):
-            for name, arr in out.items():
-                arr[pos] = p[name]
-        text = {name: self._categorical(name, where, m) for name in TEXT}
-        return _Results(take, out["cycles"], out["default"], text)
-
-    def _categorical(self, name: str, where: list, m: int):
-        """The string field `name` of every part as one pandas Categorical whose categories are the values present,
-        sorted (so the dtype depends neither on the order rows were evaluated in nor on how a frame was partitioned).
-
-        A part holds an interned code, an array of codes, or (table, index) — codes table[index]; the output codes
-        are written once, through small per-part tables."""
-        import pandas as pd
-
-        used = np.zeros(len(self.strings.items), dtype=bool)
-        for p in self.parts:
-            v = p[name]
-            if isinstance(v, tuple):
-                table, index = v
-                used[table[np.bincount(index, minlength=len(table)) > 0]] = True
-            else:
-                used[v] = True
-        present = np.flatnonzero(used)
-        names = [self.strings.items[c] for c in present.tolist()]
-        order = sorted(range(len(names)), key=names.__getitem__)
-        small = np.int8 if len(order) < 127 else np.int16 if len(order) < 32767 else np.int32
-        cat = np.full(len(self.strings.items), -1, dtype=small)
-        cat[present[order]] = np.arange(len(order))
-        codes = np.empty(m, dtype=small)
-        for p, pos in zip(self.parts, where):
-            v = p[name]
-            if isinstance(v, tuple):
-                if isinstance(pos, slice):
-                    np.take(cat[v[0]], v[1], out=codes[pos])
-                else:
-                    codes[pos] = cat[v[0]][v[1]]
-            else:
-                codes[pos] = cat[v]
-        return pd.Categorical.from_codes(codes, categories=[names[o] for o in order], validate=False)
-
-
-# ---------------------------------------------------------------------------------------------------------------
 
 def sweep(frame, *, model: str = "auto", progress: Callable[[int, int], None] | None = None, vectorised: bool = True):
     """Return `frame` with cycles/strategy/model/default/best/note columns (strategy `all` expands to every legal one).
@@ -520,11 +120,11 @@ def sweep(frame, *, model: str = "auto", progress: Callable[[int, int], None] | 
     cannot be modelled), `model`, `default` (bool), `best` (the fastest legal strategy) and `note`. The string
     columns the sweep writes (strategy, model, best, note, and added constant columns) are categorical.
     """
-    f = _Frame(frame)
-    return _assemble(f, _evaluate(f, model, progress, vectorised))
+    f = Frame(frame)
+    return assemble(f, _evaluate(f, model, progress, vectorised))
 
 
-def _evaluate(f: _Frame, model: str, progress=None, vectorised: bool = True) -> _Results:
+def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> Results:
     """Cost every row of a normalised frame: closed forms per group where they exist, else per request."""
     from .operands import make_request
     from .vector import Shapes, closed_form
@@ -535,7 +135,7 @@ def _evaluate(f: _Frame, model: str, progress=None, vectorised: bool = True) -> 
     ask_codes, asked = _asked(f)
     shape_arrays = Shapes(*(f.df[c].to_numpy(dtype=np.int64) for c in SHAPE_COLUMNS))
     models = Models(model)
-    entries = _Entries(asked)
+    entries = Entries(asked)
     done = 0
     for values, rows in _groups(f, group_cols):
         idx = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
@@ -576,7 +176,7 @@ def _evaluate(f: _Frame, model: str, progress=None, vectorised: bool = True) -> 
     return entries.results(n)
 
 
-def _per_request(values, idx, sh, ask_codes, entries: _Entries, models: Models, progress, done: int, total: int) -> int:
+def _per_request(values, idx, sh, ask_codes, entries: Entries, models: Models, progress, done: int, total: int) -> int:
     """Cost rows by lowering each distinct request once; returns the updated count of rows done."""
     stacked = np.stack(list(sh), axis=1)
     uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
@@ -619,7 +219,7 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
     except ImportError:
         raise PtoCostError("the dask engine needs the optional extra: pip install 'pto-cost[dask]'") from None
 
-    f = _Frame(frame.reset_index(drop=True))
+    f = Frame(frame.reset_index(drop=True))
     slim = _slim(f)
     k = npartitions or max(1, min(f.n // 2000 + 1, workers or 2))
     starts = [f.n * i // k for i in range(k)]
@@ -637,7 +237,7 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
             client.close()
         if cluster is not None:
             cluster.close()
-    return _assemble(f, _concat(results, starts))
+    return assemble(f, concat(results, starts))
 
 
 # dask starts worker processes with MALLOC_TRIM_THRESHOLD_=64 KiB (memory goes back to the OS eagerly); that also
@@ -657,12 +257,12 @@ def local_cluster(workers: int = 2, *, processes: bool = True):
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None)
 
 
-def _partition_results(part, model: str = "auto") -> _Results:
+def _partition_results(part, model: str = "auto") -> Results:
     """The result columns of one partition (what a dask worker runs: the same evaluation as `sweep`)."""
-    return _evaluate(_Frame(part), model)
+    return _evaluate(Frame(part), model)
 
 
-def _slim(f: _Frame):
+def _slim(f: Frame):
     """The columns a sweep reads, compact for shipping: strings in runs as categoricals, shapes in the smallest
     integer type that holds them."""
     import pandas as pd

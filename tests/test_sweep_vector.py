@@ -1,11 +1,22 @@
 """Vectorised sweeps: closed forms == plan path, the pipeline path's batched simulation, the sweep contract."""
 import math
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from costmodel import api
+from costmodel import api, estimate, lower
+from costmodel.api import catalog
+from costmodel.errors import PtoCostError
+from costmodel.models.a2a3_intrinsic import IntrinsicModel
+from costmodel.models.a5_formula import A5FormulaModel
 from costmodel.models.a5_pipeline import PipelineModel
+from costmodel.operands import make_request
+from costmodel.sweep import Models, request_kwargs, sweep
+from costmodel.vector import VECTOR_FAMILIES, Shapes, closed_form
 
 
 def test_cycles_for_keeps_the_trips_of_non_shape_loops():
@@ -43,16 +54,6 @@ def test_cycles_for_rows_from_one_prefix_simulation_equal_the_plans(op, dtype, s
 # ---------------------------------------------------------------------------------------------------------------
 # closed forms == the plan path (hypothesis)
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
-from costmodel import lower  # noqa: E402
-from costmodel.api import catalog  # noqa: E402
-from costmodel.errors import PtoCostError  # noqa: E402
-from costmodel.models.a2a3_intrinsic import IntrinsicModel  # noqa: E402
-from costmodel.models.a5_formula import A5FormulaModel  # noqa: E402
-from costmodel.operands import make_request  # noqa: E402
-from costmodel.sweep import Models, request_kwargs  # noqa: E402
-from costmodel.vector import VECTOR_FAMILIES, Shapes, closed_form  # noqa: E402
 
 BITS = {"f16": 16, "bf16": 16, "f32": 32, "i8": 8, "u8": 8, "i16": 16, "u16": 16, "i32": 32, "u32": 32, "i64": 64,
         "u64": 64}
@@ -229,10 +230,6 @@ def test_a5_pipeline_every_2d_post_update_structure(op):
 # ---------------------------------------------------------------------------------------------------------------
 # the sweep contract: closed-form and per-request paths give the same frame
 
-import pandas as pd  # noqa: E402
-
-from costmodel import estimate  # noqa: E402
-from costmodel.sweep import sweep  # noqa: E402
 
 ASKS = ["default", "default", "all", "1LNorm", "1lnorm", "2LNormRowRpt", "2LNormColVLAlign", "1LNormSmall",
         "2d-post-update", "1D-POST-UPDATE", "ViaFloat", "HighPrecision", "no-such-strategy"]
@@ -287,8 +284,6 @@ WORKED = [("TMINS", 64, 64, 64, False, "f16", "2LNormRowRpt", 96), ("TMINS", 64,
 
 
 def test_worked_examples_through_the_closed_form(monkeypatch):
-    from pathlib import Path
-
     monkeypatch.setenv("PTO_COST_PARAMS", str(Path(__file__).parent / "data" / "upstream_stub_params.csv"))
     _no_fallback(monkeypatch)
     frame = pd.DataFrame([{"op": op, "rows": r, "cols": c, "valid_cols": vc, "static_valid": sv, "dtype": dt}

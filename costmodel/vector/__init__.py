@@ -19,8 +19,9 @@ per-request fallback: `closed_form` returns None for a whole group, or marks sin
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,7 +40,7 @@ class Shapes(NamedTuple):
     vr: np.ndarray
     vc: np.ndarray
 
-    def take(self, idx) -> "Shapes":
+    def take(self, idx) -> Shapes:
         if isinstance(idx, slice) and idx == slice(None):
             return self
         return Shapes(*(a[idx] for a in self))
@@ -67,7 +68,7 @@ class Block:
     note: str = ""
     best: np.ndarray | None = None     # (n,) index of the fastest legal strategy (ties: default, then listed order)
     dval: np.ndarray | None = None     # (n,) cycles of the default strategy
-    errors: "Errors | None" = None     # rows whose request is rejected with a known message (not in `fallback`)
+    errors: Errors | None = None     # rows whose request is rejected with a known message (not in `fallback`)
 
 
 @dataclass

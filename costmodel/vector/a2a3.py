@@ -31,10 +31,27 @@ from ..isa_a2a3 import FULL_MASK, Addr, continuous_mask
 from ..lower.a2a3 import elementwise, modes, sequence
 from ..lower.a2a3.steps import LoopStep, build_one, lane_ratio
 from ..lower.a2a3.table import LoweringRow, alternatives, lowering_row
-from ..models.a2a3_intrinsic import BINARY_ALU, IntrinsicModel, cost_class, feature_key, param_value
+from ..models.a2a3_intrinsic import (
+    BINARY_ALU,
+    IntrinsicModel,
+    cost_class,
+    feature_key,
+    param_value,
+)
 from ..models.params import shipped
 from ..request import Request
-from . import Block, Shapes, cdiv, fdiv, fmod, narrow, narrow_all, request_ok, ub_errors, ub_need
+from . import (
+    Block,
+    Shapes,
+    cdiv,
+    fdiv,
+    fmod,
+    narrow,
+    narrow_all,
+    request_ok,
+    ub_errors,
+    ub_need,
+)
 
 _A = constants("a2a3")
 MAX_REPEAT = modes.MAX_REPEAT
@@ -183,7 +200,7 @@ def default_modes(rule: str, sh: Shapes, static_valid: bool, epr: int) -> np.nda
 
 def legal_modes(rule: str, sh: Shapes, epr: int, tile_bits: tuple[int, ...]) -> dict[str, np.ndarray | bool]:
     """Per mode, the rows where it is legal (True: every row)."""
-    R, C, vr, vc = sh
+    _, C, vr, vc = sh
     contiguous = (vc == C) | (vr <= 1)
     out = {"1LCount": contiguous, "1LNorm": contiguous, "2LCount": True, "2LNormColVLAlign": fmod(vc, epr) == 0,
            "2LNormRowRpt": True}

@@ -28,12 +28,23 @@ from ..errors import PtoCostError
 from ..isa_a5 import VfProgram
 from ..lower import lower as lower_request
 from ..lower.a5 import dispatch, vf
-from ..models.a5_formula import A5FormulaModel, cycles as formula_cycles, key_of, lookup
+from ..models.a5_formula import A5FormulaModel, key_of, lookup
+from ..models.a5_formula import cycles as formula_cycles
 from ..models.a5_pipeline import PipelineModel
 from ..models.auto import FormulaThenPipeline
 from ..models.params import shipped
 from ..request import Request
-from . import Block, Shapes, cdiv, fdiv, narrow, narrow_all, request_ok, ub_errors, ub_need
+from . import (
+    Block,
+    Shapes,
+    cdiv,
+    fdiv,
+    narrow,
+    narrow_all,
+    request_ok,
+    ub_errors,
+    ub_need,
+)
 
 _A = constants("a5")
 MAX_TRIP = _A.max_trip_count

@@ -1,0 +1,190 @@
+"""The input side of a sweep: the normalised request frame, and its rows grouped by everything but their shape.
+
+Grouping follows runs of equal values (a grid frame holds each group in a few runs of rows; Arrow string columns
+are run-end encoded rather than hashed row by row); a frame in no particular order falls back to factorising.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+SHAPE_COLUMNS = ("rows", "cols", "valid_rows", "valid_cols")
+
+
+class Frame:
+    """The normalised request frame: the caller's columns plus the defaults `sweep` adds (DESIGN.md §2).
+
+    Added columns that hold one value for every row (strategy `default`, arch `a2a3`, dst_dtype ``, static_valid
+    False) are kept as constants and only materialised in the output.
+    """
+
+    def __init__(self, frame):
+        self.df = frame.copy(deep=False)  # copy-on-write: the caller's frame is never modified
+        self.n = len(frame)
+        self.order = list(frame.columns)
+        self.const: dict[str, Any] = {}
+        df = self.df
+        if "strategy" not in df:
+            self._add("strategy", "default")
+        for col, src in (("valid_rows", "rows"), ("valid_cols", "cols")):
+            if col not in df:
+                df[col] = df[src]
+                self.order.append(col)
+            elif df[col].hasnans:
+                df[col] = df[col].fillna(df[src])
+            if df[col].dtype != np.int64:
+                df[col] = df[col].astype(np.int64)
+        if "dst_dtype" not in df:
+            self._add("dst_dtype", "")
+        elif df["dst_dtype"].hasnans or df["dst_dtype"].dtype == object:
+            df["dst_dtype"] = df["dst_dtype"].fillna("").astype(str)
+        if "arch" not in df:
+            self._add("arch", "a2a3")
+        if "static_valid" not in df:
+            self._add("static_valid", False)
+
+    def _add(self, col: str, value: Any) -> None:
+        self.const[col] = value
+        self.order.append(col)
+
+    def __contains__(self, col: str) -> bool:
+        return col in self.order
+
+    def value(self, col: str, i: int):
+        return self.const[col] if col in self.const else self.df[col].iat[i]
+
+
+_NA = object()  # one key for every missing value
+
+
+def _key(v):
+    return _NA if v is None or (isinstance(v, float) and v != v) else v
+
+
+def runs(col) -> tuple[np.ndarray, list] | None:
+    """(start of each run of equal values, the run's value) when a column comes in few runs, else None."""
+    import pandas as pd
+
+    n = len(col)
+    limit = max(64, n // 32)
+    if isinstance(col.dtype, pd.StringDtype) and getattr(col.dtype, "storage", "") == "pyarrow":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pa.array(col.array)
+        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+        starts, values, offset = [], [], 0
+        for chunk in chunks:
+            ree = pc.run_end_encode(chunk)
+            ends = np.asarray(ree.run_ends, dtype=np.int64)
+            starts.append(offset + np.concatenate([[0], ends[:-1]]))
+            values.extend(ree.values.to_pylist())
+            offset += len(chunk)
+            if len(values) > limit:
+                return None
+        return (np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)), values
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        v = col.cat.codes.to_numpy()
+        change = np.flatnonzero(v[1:] != v[:-1]) + 1
+    else:
+        v = col.to_numpy()
+        if len(v) > 1 and v.dtype == object and (v[0] == v[1:]).all():  # one value (a common constant column)
+            change = np.zeros(0, dtype=np.int64)
+        else:
+            neq = v[1:] != v[:-1]
+            if v.dtype.kind in "fO":
+                na = pd.isna(v)
+                neq &= ~(na[1:] & na[:-1])
+            change = np.flatnonzero(neq) + 1
+    if len(change) >= limit:
+        return None
+    starts = np.concatenate([[0], change]).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+    return starts, [col.iat[int(i)] for i in starts]
+
+
+def _codes(col) -> np.ndarray:
+    """Integer codes of a column's values (missing values -> -1)."""
+    import pandas as pd
+
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy(np.int64)
+    return pd.factorize(col, use_na_sentinel=True)[0].astype(np.int64)
+
+
+def groups(f, cols: list[str]) -> list[tuple[dict[str, Any], slice | np.ndarray]]:
+    """[(group values, row positions)]: rows equal in `cols`; slices when a group is one run of rows."""
+    n = f.n
+    if n == 0:
+        return []
+    const = {c: f.const[c] for c in cols if c in f.const}
+    live = [c for c in cols if c not in f.const]
+    by_col = {}
+    for c in live:
+        r = runs(f.df[c])
+        if r is None:
+            return _groups_by_codes(f, cols)
+        by_col[c] = r
+    bounds = np.unique(np.concatenate([np.zeros(1, dtype=np.int64), *(r[0] for r in by_col.values())]))
+    ends = np.append(bounds[1:], n)
+    at = {c: np.searchsorted(by_col[c][0], bounds, side="right") - 1 for c in live}
+    by_key: dict[tuple, list[tuple[int, int]]] = {}
+    first: dict[tuple, dict[str, Any]] = {}
+    for k, (a, b) in enumerate(zip(bounds.tolist(), ends.tolist())):
+        values = {c: by_col[c][1][at[c][k]] for c in live}
+        key = tuple(_key(values[c]) for c in live)
+        by_key.setdefault(key, []).append((a, b))
+        first.setdefault(key, {**const, **values})
+    out = []
+    for key, spans in by_key.items():
+        rows = slice(*spans[0]) if len(spans) == 1 else np.concatenate([np.arange(a, b) for a, b in spans])
+        out.append(({c: first[key][c] for c in cols}, rows))
+    return out
+
+
+def _groups_by_codes(f, cols: list[str]):
+    n = f.n
+    gid = np.zeros(n, dtype=np.int64)
+    span = 1
+    for c in cols:
+        if c in f.const:
+            continue
+        code = _codes(f.df[c]) + 1
+        k = int(code.max()) + 1
+        if span * k >= 1 << 62:  # re-densify before the product overflows
+            gid = np.unique(gid, return_inverse=True)[1].astype(np.int64)
+            span = int(gid.max()) + 1
+        gid = gid * k + code
+        span *= k
+    gid = np.unique(gid, return_inverse=True)[1].ravel()
+    order = np.argsort(gid, kind="stable")
+    bounds = np.cumsum(np.bincount(gid))
+    out = []
+    for rows in np.split(order, bounds[:-1]):
+        i = int(rows[0])
+        out.append(({c: f.value(c, i) for c in cols}, rows))
+    return out
+
+
+def asked(f) -> tuple[np.ndarray, list[str]]:
+    """(code per row, the distinct `strategy` values), missing and empty values read as `default`."""
+    import pandas as pd
+
+    if "strategy" in f.const:
+        return np.zeros(f.n, dtype=np.int64), ["default"]
+    col = f.df["strategy"]
+    found = runs(col)
+    if found is not None:
+        starts, values = found
+        codes = np.repeat(np.arange(len(values)), np.diff(np.append(starts, f.n)))
+    else:
+        codes, values = pd.factorize(col, use_na_sentinel=False)
+        values = list(values)
+
+    def norm(v):
+        if v is None or (isinstance(v, float) and v != v):
+            return "default"
+        s = str(v)
+        return "default" if s in ("", "None") else s
+
+    return codes.astype(np.int64), [norm(v) for v in values]
