@@ -6,9 +6,10 @@ Prints estimates per second and the ratio to each target:
   shapes and valid regions that fit the unified buffer), target >= 10 million estimates/s;
 * pipeline path: `sweep(frame, model="pipeline")` on 100 000 A5 points (same ops and dtypes), a fresh model so
   every simulation is paid for, target >= 20 000 estimates/s;
-* Dask: `sweep_dask` on the 1 000 000 points against an already running local cluster (2 worker processes), wall
-  time within 2x of the local engine, and the frame identical (`pandas.testing.assert_frame_equal`). The cluster
-  start-up is printed separately.
+* Dask: `sweep_dask` on the 1 000 000 points against an already running local cluster of 2 workers, wall time
+  within 2x of the local engine, and the frame identical (`pandas.testing.assert_frame_equal`, exact): worker
+  processes as `sweep_dask` starts them, worker processes with dask's default environment, and threads; each
+  with a client connected for the call and with an open client. Cluster start-up is printed separately.
 
 An estimate is one output row with cycles (every legal strategy of every point is costed for `best`).
 Timings are the best of `--repeat` runs of the whole `sweep` call, frame in, frame out.
@@ -96,10 +97,12 @@ def main() -> int:
 
     for label, start in (("the engine's local cluster (costmodel.sweep.local_cluster)", lambda: local_cluster(2)),
                          ("a LocalCluster with dask's default worker environment",
-                          lambda: LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None))):
+                          lambda: LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)),
+                         ("the engine's local cluster of threads (processes=False)",
+                          lambda: local_cluster(2, processes=False))):
         t = time.perf_counter()
         cluster = start()
-        print(f"dask, {label}: 2 worker processes started in {time.perf_counter() - t:.1f} s (not counted)")
+        print(f"dask, {label}: 2 workers started in {time.perf_counter() - t:.1f} s (not counted)")
         client = Client(cluster)
         try:
             sweep_dask(df.head(1000), client=client)  # workers import the package once
