@@ -183,6 +183,35 @@ def _uniform(req: Request) -> bool:
                for _, t in req.tiles)
 
 
+def screen(arch: str, rep: Request, named: list[tuple[str, int, int]], shapes: Shapes, out, messages: dict,
+           note: str, extra_ok: "Callable[[], np.ndarray] | None" = None):
+    """Mark the rows the closed form cannot take (`out.fallback`) and the rows whose buffers overflow the unified
+    buffer (their allocator error); return (errors, index of the rows to evaluate, their narrowed shapes) — the
+    shapes are None when nothing is left to evaluate or the group only carries a note."""
+    from ..arch import constants
+
+    c = constants(arch)
+    ok = request_ok(rep, shapes)
+    fits = ub_need([b for _, *b in named], shapes, c.ub_align_bytes) <= c.ub_bytes
+    errors = ub_errors(arch, named, shapes, np.flatnonzero(ok & ~fits), messages)
+    ok &= fits
+    if extra_ok is not None:
+        ok &= extra_ok()
+    np.logical_not(ok, out=out.fallback)
+    if errors is not None:
+        out.fallback[errors.rows] = False
+    if note:
+        return errors, None, None
+    whole = bool(ok.all())
+    idx = slice(None) if whole else np.flatnonzero(ok)
+    if not whole:
+        out.cycles[...] = np.nan
+        out.legal[...] = False
+        out.default[...] = 0
+    sh = narrow(shapes.take(idx))
+    return errors, idx, (sh if len(sh.rows) else None)
+
+
 def request_ok(req: Request, shapes: Shapes) -> np.ndarray:
     """Rows whose request `make_request` accepts for sure (elementwise tiles of one shape, row-major).
 

@@ -46,10 +46,8 @@ from . import (
     cdiv,
     fdiv,
     fmod,
-    narrow,
     narrow_all,
-    request_ok,
-    ub_errors,
+    screen,
     ub_need,
 )
 
@@ -337,29 +335,13 @@ class Prepared:
         rep, base, names = self.rep, self.base, self.strategies
         shapes = narrow_all(shapes)
         sv = rep.dst.static_valid
-        ok = request_ok(rep, shapes)
-        fits = ub_need(list(base.buffers), shapes, _A.ub_align_bytes) <= _A.ub_bytes
-        # rows the request accepts but whose buffers do not fit: the allocator's error (the first check that fails)
-        errors = ub_errors("a2a3", [(n, *b) for n, b in zip(base.buffer_names, base.buffers)], shapes,
-                           np.flatnonzero(ok & ~fits), self.messages)
-        ok &= fits
-        if base.lane_den > 1:
-            ok &= fmod(shapes.vc, base.lane_den) == 0
-        np.logical_not(ok, out=out.fallback)
-        if errors is not None:
-            out.fallback[errors.rows] = False
-        if self.note:
+        named = [(n, *b) for n, b in zip(base.buffer_names, base.buffers)]
+        lanes = (lambda: fmod(shapes.vc, base.lane_den) == 0) if base.lane_den > 1 else None
+        errors, idx, sh = screen("a2a3", rep, named, shapes, out, self.messages, self.note, lanes)
+        if sh is None:
             return errors
-        whole = bool(ok.all())
-        idx = slice(None) if whole else np.flatnonzero(ok)
-        if not whole:
-            out.cycles[...] = np.nan
-            out.legal[...] = False
-            out.default[...] = 0
-        sh = narrow(shapes.take(idx))
+        whole = isinstance(idx, slice)
         m = len(sh.rows)
-        if m == 0:
-            return errors
         d = Derived(sh)
         issues = True
         legal_base = legal_modes(base.rule, sh, base.epr, tuple(t.dtype.bits for _, t in rep.tiles))

@@ -39,10 +39,8 @@ from . import (
     Shapes,
     cdiv,
     fdiv,
-    narrow,
     narrow_all,
-    request_ok,
-    ub_errors,
+    screen,
     ub_need,
 )
 
@@ -177,27 +175,11 @@ class Prepared:
         """Write cycles, legality, default and fallback of the rows of `shapes` into `out` (views of the group's
         arrays)."""
         shapes = narrow_all(shapes)
-        ok = request_ok(self.rep, shapes)
-        fits = ub_need(list(self.buffers), shapes, _A.ub_align_bytes) <= _A.ub_bytes
-        # rows the request accepts but whose tiles do not fit: the allocator's error (the first check that fails)
-        errors = ub_errors("a5", [(name, *b) for (name, _), b in zip(self.rep.tiles, self.buffers)], shapes,
-                           np.flatnonzero(ok & ~fits), self.messages)
-        ok &= fits
-        np.logical_not(ok, out=out.fallback)
-        if errors is not None:
-            out.fallback[errors.rows] = False
-        if self.note:
+        named = [(name, *b) for (name, _), b in zip(self.rep.tiles, self.buffers)]
+        errors, idx, sh = screen("a5", self.rep, named, shapes, out, self.messages, self.note)
+        if sh is None:
             return errors
-        whole = bool(ok.all())
-        idx = slice(None) if whole else np.flatnonzero(ok)
-        if not whole:
-            out.cycles[...] = np.nan
-            out.legal[...] = False
-            out.default[...] = 0
-        sh = narrow(shapes.take(idx))
         m = len(sh.rows)
-        if m == 0:
-            return errors
         full_cols = sh.vc == sh.cols
         runtime = full_cols | (sh.vr <= 1)
         static = (full_cols & self.static_valid) | (sh.rows == 1)
