@@ -67,3 +67,17 @@ def test_col_major_rule_checks_rows():
     Tile.make("8x1", "f32", layout="col_major")
     with pytest.raises(ShapeError, match="rows must be a multiple of 8"):
         Tile.make("6x1", "f32", layout="col_major")
+
+
+def test_every_package_is_installed():
+    """pyproject lists packages explicitly (data/ is mapped to pto_cost_data); a new subpackage must be listed."""
+    import tomllib
+
+    from .conftest import ROOT
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {str(p.parent.relative_to(ROOT)).replace("/", ".") for top in ("costmodel", "fit", "cli")
+             for p in (ROOT / top).rglob("__init__.py")}
+    assert found <= listed
+    data = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["pto_cost_data"])
+    assert {"*.csv"} <= data
