@@ -79,6 +79,7 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
                         xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right", fontsize=7, color="dimgrey")
     if measured is not None and len(measured):
         ax.scatter(measured[x], measured["measured_cycles"], marker="x", color="black", s=40, zorder=5, label="measured")
+    _mark_unmodelled(ax, df, x)
     ax.set_xlabel(f"{'columns' if x == 'cols' else 'rows'} (elements)")
     ax.set_ylabel("cycles")
     ax.set_title(title)
@@ -86,6 +87,33 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def _mark_unmodelled(ax, df: pd.DataFrame, x: str) -> None:
+    """Shade the x values where no strategy could be modelled and say why (e.g. tiles beyond the unified buffer)."""
+    if "note" not in df:
+        return
+    dead = df.groupby(x)["cycles"].apply(lambda c: c.isna().all())
+    xs = dead.index[dead.to_numpy()]
+    if not len(xs):
+        return
+    step = np.diff(np.sort(df[x].unique())).min() if df[x].nunique() > 1 else 1
+    for lo, hi in _runs(np.sort(xs.to_numpy()), step):
+        ax.axvspan(lo - step / 2, hi + step / 2, color="lightgrey", alpha=0.5, lw=0)
+    notes = df[df[x].isin(xs) & df["note"].notna() & (df["note"].astype(str) != "")]["note"].astype(str)
+    reason = notes.mode().iloc[0] if len(notes) else "not modelled"
+    ax.annotate(f"not modelled from {x} = {xs.min()}:\n{reason}", (0.99, 0.02), xycoords="axes fraction", ha="right",
+                va="bottom", fontsize=7, color="dimgrey", wrap=True)
+
+
+def _runs(values: np.ndarray, step: float) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for v in values:
+        if out and v - out[-1][1] <= step:
+            out[-1] = (out[-1][0], v)
+        else:
+            out.append((v, v))
+    return out
 
 
 def heatmap_figure(df: pd.DataFrame, title: str = ""):

@@ -137,3 +137,14 @@ def test_every_cli_request_option_is_a_sweep_column():
 
     missing = set(REQUEST_OPTIONS) - {"shape", "valid"} - set(REQUEST_COLUMNS) - set(PARAM_COLUMNS)
     assert not missing, f"request options a sweep row cannot set: {sorted(missing)}"
+
+
+def test_plot_of_the_issue_example_marks_tiles_beyond_the_unified_buffer(tmp_path):
+    png, csv = tmp_path / "tmins.png", tmp_path / "tmins.csv"
+    r = run("plot", "TMINS", "--dtype", "f16", "--rows", "64", "--cols", "16:2048:16", "--strategy", "all",
+            "-o", str(png), "--csv", str(csv))
+    assert r.returncode == 0, r.stderr
+    df = pd.read_csv(csv)
+    beyond = df[df["cols"] * 64 * 2 * 2 > 196608]  # two f16 tiles of 64 rows exceed the 192 KiB A2/A3 buffer
+    assert len(beyond) and beyond["cycles"].isna().all() and beyond["note"].str.contains("unified buffer").all()
+    assert df[df["cols"] * 64 * 2 * 2 <= 196608]["cycles"].notna().any()
