@@ -24,6 +24,9 @@ from .metrics import summary
 # families of the same 1D/2D form)
 CANDIDATES = [(shrink, pool) for shrink in (0.003, 0.01) for pool in ("family", "dimension")]
 BASE_SCALE = {"p0": 20.0, "p1": 1.0, "p2": 3.0, "p3": 10.0, "p4": 10.0}
+# a start-up offset shared by every key of a loop form; its prior is the reference's measured effect of post-update
+# addressing: NO_POST_UPDATE runs 1-2 cycles faster at 10 iterations (costmodel.md §7 table, 1x640 fp32)
+STRATEGY_OFFSET = {"1d-post-update": 1.5, "1d-no-post-update": 0.0}
 D_START = {"2d-no-post-update": (50.0, 1.0, 5.0)}
 # the start of a dispatch bound: at least the VF startup plus drain (23 + 12 cycles, costmodel.md §8)
 D_START_BOUNDS = ((35.0, 80.0),)
@@ -118,12 +121,21 @@ def _fit_p(rows: Rows, idx: np.ndarray, shrink: float, scales, pool: str = "fami
                 parent[a] = b
             for c in chain:
                 scale[c] = scales.get((fam, t), BASE_SCALE[t])
-    fit = fit_linear(np.column_stack(cols), rows.y[idx], names, parent=parent, shrink=shrink, scale=scale, stderr=False)
+    prior = {}
+    for strategy in sorted(set(rows.strategy[idx])):
+        n = f"off|{strategy}"
+        names.append(n)
+        cols.append((rows.strategy[idx] == strategy).astype(float))
+        prior[n], scale[n] = STRATEGY_OFFSET.get(strategy, 0.0), 1.0
+    fit = fit_linear(np.column_stack(cols), rows.y[idx], names, parent=parent, shrink=shrink, scale=scale,
+                     prior=prior, stderr=False)
     out = dict(fit.nodes)  # every key, (key in any form) and family node, effective values
-    # family/form values for keys the fit never saw: mean of the fitted keys below them
+    # values for keys the fit never saw: the mean of the fitted keys of the same op/dtype/variant in the same
+    # 1D/2D form (its other strategies), else of the family in that form
     for k0 in sorted(set(rows.k0[idx])):
         j = int(np.flatnonzero(rows.k0 == k0)[0])
         for t in fm.P_TERMS:
+            out.setdefault(f"{t}|{rows.k1[j]}|members", []).append(out[f"{t}|{k0}"])
             out.setdefault(f"{t}|{rows.fam[j]}|{rows.dim[j]}|members", []).append(out[f"{t}|{k0}"])
     for k in [k for k in out if k.endswith("|members")]:
         out[k[: -len("|members")] + "|mean"] = float(np.mean(out.pop(k)))
@@ -135,14 +147,14 @@ def _p_value(coef: dict, rows: Rows, i: int) -> float:
     total = 0.0
     for t in fm.P_TERMS:
         # the key; else the same op/dtype/variant in the same 1D/2D form; else the family mean in that form
-        for node in (f"{t}|{rows.k0[i]}", f"{t}|{rows.k1[i]}", f"{t}|{rows.fam[i]}|{rows.dim[i]}|mean"):
+        for node in (f"{t}|{rows.k0[i]}", f"{t}|{rows.k1[i]}|mean", f"{t}|{rows.fam[i]}|{rows.dim[i]}|mean"):
             c = coef.get(node)
             if c is not None:
                 break
         else:
             return np.nan
         total += c * float(f[t])
-    return total
+    return total + coef.get(f"off|{rows.strategy[i]}", 0.0)
 
 
 def _d_value(D: dict, rows: Rows, i: int) -> float:
@@ -238,19 +250,25 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str):
         cv = float(np.nanmean(ape[sel])) if np.isfinite(ape[sel]).any() else None
         n = int(sel.sum())
         terms = fm.P_TERMS if key["strategy"].startswith("2d") else fm.P_TERMS[:2]  # 1D: no row features
+        offset = coef.get(f"off|{key['strategy']}", 0.0)
         for t in terms:
+            value = float(coef[f"{t}|{k0}"]) + (offset if t == "p0" else 0.0)
             out.append(ParamRow("a5", "vf", "op", key["name"], key["dtype"], key["dst_dtype"], key["strategy"],
-                                key["op_params"], t, float(coef[f"{t}|{k0}"]), None, n, cv, src))
+                                key["op_params"], t, value, None, n, cv, src))
         report.append({"parameter": k0, "n_obs": n, "cv_mape": cv,
                        **{t: (float(coef[f"{t}|{k0}"]) if t in terms else 0.0) for t in fm.P_TERMS}})
+    strategies = {"1d": ("1d-post-update", "1d-no-post-update"), "2d": ("2d-post-update", "2d-no-post-update")}
     for fam in sorted(set(rows.fam)):
         for dim in ("1d", "2d"):
             if f"p0|{fam}|{dim}|mean" not in coef:
                 continue
             sel = (rows.fam == fam) & (rows.dim == dim)
-            for t in (fm.P_TERMS if dim == "2d" else fm.P_TERMS[:2]):
-                out.append(ParamRow("a5", "vf", "family", fam, "*", "", dim, "", t, float(coef[f"{t}|{fam}|{dim}|mean"]),
-                                    None, int(sel.sum()), None, f"{src}; mean of the family's fitted keys"))
+            for strategy in strategies[dim]:
+                offset = coef.get(f"off|{strategy}", STRATEGY_OFFSET.get(strategy, 0.0))
+                for t in (fm.P_TERMS if dim == "2d" else fm.P_TERMS[:2]):
+                    value = float(coef[f"{t}|{fam}|{dim}|mean"]) + (offset if t == "p0" else 0.0)
+                    out.append(ParamRow("a5", "vf", "family", fam, "*", "", strategy, "", t, value, None,
+                                        int(sel.sum()), None, f"{src}; mean of the family's fitted keys"))
     for s, (d0, d1, d2) in sorted(D.items()):
         n = int((rows.strategy == s).sum())
         for t, v in zip(fm.D_TERMS, (d0, d1, d2)):

@@ -11,7 +11,7 @@ loops); P is what the body's resources make it cost. The upstream `linear` and `
 special cases p2 = p3 = p4 = 0 and p3 = p4 = 0; the m terms carry the measured step of narrowing conversions
 between one and several chunks per row (costmodel.md §11, §13). Parameters live in data/formula_params.csv:
 `scope=dispatch` rows (per strategy) and `scope=op` rows (per key), plus `scope=family` rows the fit writes
-for keys it never saw (same op and variant, same 1D/2D form). A key with neither has no formula estimate;
+for keys it never saw (same op and variant, per loop form). A key with neither has no formula estimate;
 the `auto` model then falls back to the pipeline model.
 """
 from __future__ import annotations
@@ -68,8 +68,8 @@ def lookup(table: ParamTable, key: dict[str, str]) -> tuple[dict[str, float], di
     if not p:
         fam = family_of(key)
         for t in P_TERMS:
-            row = table.lookup("a5", "vf", "family", fam, t, strategy=dim)
-            if row is not None and row.name == fam:
+            row = table.lookup("a5", "vf", "family", fam, t, strategy=key["strategy"])
+            if row is not None and row.name == fam and row.strategy == key["strategy"]:
                 p[t], src = row.value, f"family {fam}"
     if not p:
         return None
