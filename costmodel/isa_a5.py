@@ -78,7 +78,9 @@ class _Instr:
 
     @property
     def writes(self) -> tuple[str, ...]:
-        return ()
+        """Registers written: the destination register, where the instruction has one."""
+        dst = getattr(self, "dst", None)
+        return (dst,) if dst else ()
 
 
 @dataclass(frozen=True)
@@ -91,9 +93,6 @@ class SetScalar(_Instr):
     note: str = ""
     op = "smov"
 
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst,)
 
     def listing(self) -> str:
         note = f"    ; {self.note}" if self.note else ""
@@ -110,9 +109,6 @@ class SetPtr(_Instr):
     offset: int = 0
     op = "smov"
 
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst,)
 
     def listing(self) -> str:
         off = f" + {self.offset}" if self.offset else ""
@@ -177,9 +173,6 @@ class Pset(_Instr):
     def op(self) -> str:
         return f"pset_b{self.bits}"
 
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst,)
 
     def listing(self) -> str:
         return f"{self.dst} = pset_b{self.bits}({self.pattern})"
@@ -220,9 +213,6 @@ class PLogic(_Instr):
     def reads(self) -> tuple[str, ...]:
         return self.srcs
 
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst,)
 
     def listing(self) -> str:
         return f"{self.dst} = {self.op}({', '.join(self.srcs)})"
@@ -299,9 +289,6 @@ class VOp(_Instr):
         extra = tuple(x for x in (self.pred, self.scalar) if x)
         return (*self.srcs, *extra)
 
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst,)
 
     def listing(self) -> str:
         args = [*self.srcs]
@@ -329,9 +316,6 @@ class VCmp(_Instr):
     def reads(self) -> tuple[str, ...]:
         return (*self.srcs, *(x for x in (self.pred, self.scalar) if x))
 
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst,)
 
     def listing(self) -> str:
         args = [*self.srcs, *([self.scalar] if self.scalar else []), *([self.pred] if self.pred else [])]
@@ -354,9 +338,6 @@ class VSel(_Instr):
     def reads(self) -> tuple[str, ...]:
         return (self.on_true, self.on_false, self.sel)
 
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst,)
 
     def listing(self) -> str:
         return f"vsel   {self.dst}, {self.on_true}, {self.on_false}, {self.sel}    {self.dtype}"
