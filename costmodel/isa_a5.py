@@ -74,13 +74,16 @@ class _Instr:
 
     @property
     def reads(self) -> tuple[str, ...]:
-        return ()
+        """Registers read: a memory operand's post-update pointer, where the instruction has one."""
+        addr = getattr(self, "addr", None)
+        return addr.regs if addr is not None else ()
 
     @property
     def writes(self) -> tuple[str, ...]:
-        """Registers written: the destination register, where the instruction has one."""
+        """Registers written: the destination register and a post-update pointer, where the instruction has them."""
         dst = getattr(self, "dst", None)
-        return (dst,) if dst else ()
+        addr = getattr(self, "addr", None)
+        return ((dst,) if dst else ()) + (addr.regs if addr is not None else ())
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,6 @@ class SetScalar(_Instr):
     dtype: str = "u32"
     note: str = ""
     op = "smov"
-
 
     def listing(self) -> str:
         note = f"    ; {self.note}" if self.note else ""
@@ -108,7 +110,6 @@ class SetPtr(_Instr):
     bits: int
     offset: int = 0
     op = "smov"
-
 
     def listing(self) -> str:
         off = f" + {self.offset}" if self.offset else ""
@@ -173,7 +174,6 @@ class Pset(_Instr):
     def op(self) -> str:
         return f"pset_b{self.bits}"
 
-
     def listing(self) -> str:
         return f"{self.dst} = pset_b{self.bits}({self.pattern})"
 
@@ -187,14 +187,6 @@ class Plds(_Instr):
     bits: int
     op = "plds"
     unit = "load"
-
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return self.addr.regs
-
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst, *self.addr.regs)
 
     def listing(self) -> str:
         return f"{self.dst} = plds_b{self.bits}({self.addr.text()})"
@@ -213,7 +205,6 @@ class PLogic(_Instr):
     def reads(self) -> tuple[str, ...]:
         return self.srcs
 
-
     def listing(self) -> str:
         return f"{self.dst} = {self.op}({', '.join(self.srcs)})"
 
@@ -228,14 +219,6 @@ class Vlds(_Instr):
     dist: str = "NORM"
     op = "vlds"
     unit = "load"
-
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return self.addr.regs
-
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst, *self.addr.regs)
 
     def listing(self) -> str:
         return f"vlds   {self.dst}, {self.addr.text()}, {self.dist}    {self.dtype}"
@@ -256,10 +239,6 @@ class Vsts(_Instr):
     @property
     def reads(self) -> tuple[str, ...]:
         return (self.src, self.pred, *self.addr.regs)
-
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return self.addr.regs
 
     def listing(self) -> str:
         return f"vsts   {self.src}, {self.addr.text()}, {self.dist}, {self.pred}    {self.dtype}"
@@ -289,7 +268,6 @@ class VOp(_Instr):
         extra = tuple(x for x in (self.pred, self.scalar) if x)
         return (*self.srcs, *extra)
 
-
     def listing(self) -> str:
         args = [*self.srcs]
         if self.scalar:
@@ -316,7 +294,6 @@ class VCmp(_Instr):
     def reads(self) -> tuple[str, ...]:
         return (*self.srcs, *(x for x in (self.pred, self.scalar) if x))
 
-
     def listing(self) -> str:
         args = [*self.srcs, *([self.scalar] if self.scalar else []), *([self.pred] if self.pred else [])]
         return f"{self.op:<6} {self.dst}, {', '.join(args)}    {self.dtype}"
@@ -337,7 +314,6 @@ class VSel(_Instr):
     @property
     def reads(self) -> tuple[str, ...]:
         return (self.on_true, self.on_false, self.sel)
-
 
     def listing(self) -> str:
         return f"vsel   {self.dst}, {self.on_true}, {self.on_false}, {self.sel}    {self.dtype}"
