@@ -101,7 +101,7 @@ def test_a2a3_fit_reproduces_a_synthetic_trace(tmp_path):
 
 def test_a5_formula_fit_recovers_a_synthetic_max_form():
     from costmodel.models import a5_formula as fm
-    from fit.a5_formula_fit import Rows, fit_max, predict_rows
+    from fit.a5_formula_fit import fit_max, predict_rows
 
     rng = np.random.default_rng(5)
     R = rng.integers(1, 25, 120).astype(float)
@@ -112,12 +112,88 @@ def test_a5_formula_fit_recovers_a_synthetic_max_form():
     y, _ = fm.cycles(p, d, C, R, "2d")
     key = {"name": "TADD", "dtype": "f32", "dst_dtype": "", "strategy": "2d-no-post-update", "op_params": ""}
     n = len(y)
-    k0 = np.array(["|".join(key.values())] * n, dtype=object)
-    rows = Rows(k0, np.array(["TADD|f32|||2d"] * n, dtype=object), np.array(["TADD"] * n, dtype=object),
-                np.array([key["strategy"]] * n, dtype=object), np.array(["2d"] * n, dtype=object), C, R, y, [key] * n)
+    rows = _synthetic_rows([key] * n, C, R, y)
     coef, D = fit_max(rows, np.arange(n), 0.003)
     pred = predict_rows(coef, D, rows, np.arange(n))
     assert np.max(np.abs(pred - y) / y) < 0.01
+
+
+def _synthetic_rows(keys, C, R, y):
+    from fit.a5_formula_fit import Rows
+    from costmodel.models import a5_formula as fm
+
+    obj = lambda v: np.array(v, dtype=object)  # noqa: E731
+    return Rows(obj(["|".join(k.values()) for k in keys]),
+                obj(["|".join([k["name"], k["dtype"], k["dst_dtype"], k["op_params"], k["strategy"][:2]]) for k in keys]),
+                obj([fm.family_of(k) for k in keys]), obj([k["strategy"] for k in keys]),
+                obj([k["strategy"][:2] for k in keys]), np.asarray(C, float), np.asarray(R, float), np.asarray(y, float),
+                list(keys))
+
+
+def test_a5_smooth_fit_recovers_a_shared_body_across_loop_forms():
+    """Two bodies measured in two loop forms: the fit recovers the generating cycles, and a body's
+    parameters predict a loop form it was never measured in."""
+    from costmodel.models import a5_formula as fm
+    from fit.a5_smooth_fit import fit_smooth, predict_smooth
+
+    rng = np.random.default_rng(11)
+    truth_d = {"1d-post-update": {"d0": 52.0, "d1": 1.0, "d2": 0.0, "d3": 0.0},
+               "2d-no-post-update": {"d0": 50.0, "d1": 1.0, "d2": 1.5, "d3": 5.0}}
+    truth_p = {"TADD": (40.0, 2.05), "TEXP": (48.0, 2.0), "TMINS": (45.0, 1.1)}
+    keys, C, R, y = [], [], [], []
+    for op, (a, p1) in truth_p.items():
+        for strategy, d in truth_d.items():
+            if op == "TMINS" and strategy == "1d-post-update":
+                continue  # held back: predicted from the 2D rows of the same body
+            for _ in range(30):
+                r = 1 if strategy.startswith("1d") else int(rng.integers(1, 21))
+                c = r * int(rng.integers(1, 21))
+                cyc, _ = fm.cycles({"p0": a, "p1": p1}, {**d, "q": 8.0}, c, r, strategy[:2])
+                keys.append({"name": op, "dtype": "f32", "dst_dtype": "", "strategy": strategy, "op_params": ""})
+                C.append(c), R.append(r), y.append(float(cyc))
+    rows = _synthetic_rows(keys, C, R, y)
+    fit = fit_smooth(rows, np.arange(len(y)))
+    pred = predict_smooth(fit, rows, np.arange(len(y)))
+    assert np.max(np.abs(pred - rows.y) / rows.y) < 0.02
+    assert abs(fit.q - 8.0) < 3.0
+    got = fit.params({"name": "TMINS", "dtype": "f32", "dst_dtype": "", "strategy": "1d-post-update", "op_params": ""})
+    assert got is not None
+    want, _ = fm.cycles({"p0": 45.0, "p1": 1.1}, {**truth_d["1d-post-update"], "q": 8.0}, 40.0, 1.0, "1d")
+    assert abs(float(fm.cycles(*got, 40.0, 1.0, "1d")[0]) - float(want)) / float(want) < 0.03
+
+
+def test_smooth_max_lies_between_the_max_and_its_q_root_bound():
+    from costmodel.models.a5_formula import smooth_max
+
+    rng = np.random.default_rng(2)
+    D, P = rng.uniform(1, 1e4, 1000), rng.uniform(1, 1e4, 1000)
+    for q in (1.5, 8.0, 200.0):
+        s = smooth_max(D, P, q)
+        top = np.maximum(D, P)
+        assert np.all(s >= top * (1 - 1e-12)) and np.all(s <= top * 2 ** (1 / q) * (1 + 1e-12))
+    assert np.allclose(smooth_max(D, P, 1e4), np.maximum(D, P), rtol=1e-3)
+
+
+def test_a5_key_with_its_own_dispatch_terms_uses_them_not_the_shared_bound():
+    from costmodel.models import a5_formula as fm
+    from costmodel.models.params import ParamRow, ParamTable
+
+    def row(scope, name, strategy, term, value):
+        return ParamRow("a5", "vf", scope, name, "f32" if scope == "op" else "*", "", strategy, "", term, value, None,
+                        1, None, "test")
+
+    s = "2d-no-post-update"
+    table = ParamTable([row("dispatch", "*", s, "d0", 500.0), row("dispatch", "*", s, "d1", 1.0),
+                        row("op", "TADD", s, "p0", 40.0), row("op", "TADD", s, "p1", 2.0),
+                        row("op", "TADD", s, "d0", 50.0), row("op", "TADD", s, "d1", 1.0), row("op", "TADD", s, "q", 8.0),
+                        row("op", "TSUB", s, "p0", 40.0), row("op", "TSUB", s, "p1", 2.0)])
+    key = {"name": "TADD", "dtype": "f32", "dst_dtype": "", "strategy": s, "op_params": ""}
+    p, d, _ = fm.lookup(table, key)
+    assert d["d0"] == 50.0 and d["q"] == 8.0
+    assert float(fm.cycles(p, d, 100.0, 10.0, "2d")[0]) < 300.0
+    p, d, _ = fm.lookup(table, {**key, "name": "TSUB"})
+    assert d["d0"] == 500.0 and "q" not in d
+    assert float(fm.cycles(p, d, 100.0, 10.0, "2d")[0]) == 600.0
 
 
 def test_fit_cli_dry_run_and_atomic_write(tmp_path):

@@ -11,6 +11,10 @@ from hypothesis import strategies as st
 from costmodel import api, estimate, lower
 from costmodel.api import catalog
 from costmodel.errors import PtoCostError
+
+# the closed form and the plan path run the same float operations; only numpy's pow (the A5 smooth form) may
+# round an array and a scalar one bit apart
+SAME_VALUES = {"check_exact": False, "rtol": 1e-12, "atol": 0.0}
 from costmodel.models.a2a3_intrinsic import IntrinsicModel
 from costmodel.models.a5_formula import A5FormulaModel
 from costmodel.models.a5_pipeline import PipelineModel
@@ -151,7 +155,8 @@ def _check_group(group, model: str, model_cls):
         legal = [names[d]] + [s for j, s in enumerate(names) if block.legal[j, i] and j != d]
         assert names[d] == default and tuple(legal) == tuple(table), (shape, legal, table)
         for s, cycles in table.items():
-            assert block.cycles[names.index(s), i] == cycles, (op, dtype, arch, shape, s)
+            assert np.isclose(block.cycles[names.index(s), i], cycles, rtol=SAME_VALUES["rtol"], atol=0), (
+                op, dtype, arch, shape, s)
         assert block.models[d] == model_cls.name
         covered += 1
     return covered
@@ -257,7 +262,7 @@ def frames(draw):
 def test_sweep_closed_form_and_per_request_paths_give_the_same_frame(frame):
     fast = sweep(frame)
     slow = sweep(frame, vectorised=False)
-    pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+    pd.testing.assert_frame_equal(fast, slow, **SAME_VALUES)
     # input rows stay in order; only `all` rows may turn into several
     single = frame["strategy"] != "all"
     kept = fast.drop_duplicates(subset=["op", "dtype", "arch", "rows", "cols", "valid_rows", "valid_cols"], keep="first")
@@ -367,7 +372,7 @@ def test_tiles_beyond_the_unified_buffer_get_the_allocator_note_without_lowering
     slow = sweep(frame, vectorised=False)
     _no_fallback(monkeypatch)
     fast = sweep(frame)
-    pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+    pd.testing.assert_frame_equal(fast, slow, **SAME_VALUES)
     over = fast[fast["note"].str.contains("unified buffer")]
     assert len(over) > len(frame) // 4 and over["cycles"].isna().all()
 

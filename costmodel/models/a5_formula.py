@@ -2,15 +2,16 @@
 
 With C the chunks a program executes, R its rows and m = 1 when rows hold two or more chunks (features.py):
 
-    cycles = max(D, P)
-    D = d0 + d1·C + d2·R                       dispatch bound, one per loop form (shared by every op)
+    cycles = max(D, P), or the smooth maximum (D^q + P^q)^(1/q) for keys fitted in that form
+    D = d0 + d1·C + d2·R + d3·R·m              dispatch bound, one per loop form (shared by every op)
     P = p0 + p1·C + p2·R + p3·R·m + p4·C·m     resource bound, per (op, dtype, dst dtype, strategy, variant)
 
 D is the cost of issuing the loop nest (about one chunk per cycle plus a row overhead in 2D no-post-update
 loops); P is what the body's resources make it cost. The upstream `linear` and `nested_loop` forms are the
 special cases p2 = p3 = p4 = 0 and p3 = p4 = 0; the m terms carry the measured step of narrowing conversions
 between one and several chunks per row (costmodel.md §11, §13). Parameters live in data/formula_params.csv:
-`scope=dispatch` rows (per strategy) and `scope=op` rows (per key), plus `scope=family` rows the fit writes
+`scope=dispatch` rows (per strategy) and `scope=op` rows (per key; a key fitted in the smooth form, see
+fit/a5_smooth_fit.py, carries its own d0..d3 and q), plus `scope=family` rows the fit writes
 for keys it never saw (same op and variant, per loop form). A key with neither has no formula estimate;
 the `auto` model then falls back to the pipeline model.
 """
@@ -25,7 +26,7 @@ from .a5_features import vf_trips
 from .params import ParamTable, shipped
 
 P_TERMS = ("p0", "p1", "p2", "p3", "p4")
-D_TERMS = ("d0", "d1", "d2")
+D_TERMS = ("d0", "d1", "d2", "d3")
 BITS = {"f32": 32, "i32": 32, "u32": 32, "f16": 16, "bf16": 16, "i16": 16, "u16": 16, "i8": 8, "u8": 8,
         "fp8_e4m3": 8, "fp8_e5m2": 8, "hif8": 8, "fp4_e1m2": 4, "fp4_e2m1": 4, "i64": 64, "u64": 64}
 
@@ -56,15 +57,18 @@ def features(C, R, dim: str) -> dict[str, np.ndarray]:
 
 def lookup(table: ParamTable, key: dict[str, str]) -> tuple[dict[str, float], dict[str, float], str] | None:
     """Return (P coefficients, D coefficients, where P came from) for a key, or None if it has no parameters."""
-    dim = key["strategy"][:2]
     p: dict[str, float] = {}
+    own: dict[str, float] = {}  # a key fitted in the smooth form carries its own dispatch bound and q
     src = ""
-    for t in P_TERMS:
+    for t in P_TERMS + D_TERMS + ("q",):
         row = table.lookup("a5", "vf", "op", key["name"], t, dtype=key["dtype"], dst_dtype=key["dst_dtype"],
                            strategy=key["strategy"], op_params=key["op_params"])
         if row is not None and (row.dtype, row.dst_dtype, row.strategy, row.op_params) == (
                 key["dtype"], key["dst_dtype"], key["strategy"], key["op_params"]):
-            p[t], src = row.value, "key"
+            if t in P_TERMS:
+                p[t], src = row.value, "key"
+            else:
+                own[t] = row.value
     if not p:
         fam = family_of(key)
         for t in P_TERMS:
@@ -73,6 +77,8 @@ def lookup(table: ParamTable, key: dict[str, str]) -> tuple[dict[str, float], di
                 p[t], src = row.value, f"family {fam}"
     if not p:
         return None
+    if p and own:
+        return p, own, src
     d = {}
     for t in D_TERMS:
         row = table.lookup("a5", "vf", "dispatch", "*", t, strategy=key["strategy"])
@@ -81,12 +87,20 @@ def lookup(table: ParamTable, key: dict[str, str]) -> tuple[dict[str, float], di
 
 
 def cycles(p: dict[str, float], d: dict[str, float], C, R, dim: str) -> tuple[np.ndarray, np.ndarray]:
-    """Return (cycles, resource bound P) for arrays of chunks and rows; cycles = max(D, P)."""
+    """Return (cycles, resource bound P) for arrays of chunks and rows: max(D, P), or the smooth maximum
+    (D^q + P^q)^(1/q) where d carries a sharpness q."""
     f = features(C, R, dim)
     P = sum(p.get(t, 0.0) * f[t] for t in P_TERMS)
-    two = 1.0 if dim == "2d" else 0.0
-    D = d.get("d0", 0.0) + d.get("d1", 0.0) * f["p1"] + d.get("d2", 0.0) * f["p2"] * two
-    return np.maximum(D, P), P
+    D = d.get("d0", 0.0) + d.get("d1", 0.0) * f["p1"] + d.get("d2", 0.0) * f["p2"] + d.get("d3", 0.0) * f["p3"]
+    return (smooth_max(D, P, d["q"]) if d.get("q") else np.maximum(D, P)), P
+
+
+def smooth_max(D, P, q: float) -> np.ndarray:
+    """Return (D^q + P^q)^(1/q) elementwise, computed without overflow (both clipped at one cycle)."""
+    D = np.maximum(np.asarray(D, dtype=float), 1.0)
+    P = np.maximum(np.asarray(P, dtype=float), 1.0)
+    top = np.maximum(D, P)
+    return top * ((D / top) ** q + (P / top) ** q) ** (1.0 / q)
 
 
 class A5FormulaModel:
@@ -98,7 +112,8 @@ class A5FormulaModel:
         self.table = table
 
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
-        """Return (cycles, breakdown): startup, chunk iterations and row overhead of the binding bound."""
+        """Return (cycles, breakdown): startup, chunk iterations and row overhead of the binding bound (plus the
+        smooth form's overlap of the two bounds)."""
         t = vf_trips(plan)
         key = key_of(plan.request, plan.strategy)
         found = lookup(self.table or shipped(), key)
@@ -110,9 +125,13 @@ class A5FormulaModel:
         total, P = cycles(p, d, t.chunks, t.rows, t.dim)
         total, P = float(total), float(P)
         f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim).items()}
-        if P >= total:
+        D = d["d0"] + d["d1"] * f["p1"] + d["d2"] * f["p2"] + d.get("d3", 0.0) * f["p3"]
+        if P >= D:
             parts = (("startup", p.get("p0", 0.0)), ("iterations", p.get("p1", 0.0) * f["p1"] + p.get("p4", 0.0) * f["p4"]),
                      ("rows", p.get("p2", 0.0) * f["p2"] + p.get("p3", 0.0) * f["p3"]))
         else:
-            parts = (("startup", d["d0"]), ("iterations", d["d1"] * f["p1"]), ("rows", d["d2"] * f["p2"]))
+            parts = (("startup", d["d0"]), ("iterations", d["d1"] * f["p1"]),
+                     ("rows", d["d2"] * f["p2"] + d.get("d3", 0.0) * f["p3"]))
+        # the smooth form's excess over the binding bound: both bounds compete near their crossover
+        parts += (("bound overlap", total - max(P, D)),)
         return total, tuple((k, v) for k, v in parts if v)
