@@ -330,11 +330,15 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     out: list[ParamRow] = []
     report = []
     forms = {"1d": ("1d-post-update", "1d-no-post-update"), "2d": ("2d-no-post-update", "2d-post-update")}
-    seen = {}
+    seen = {}  # each measured key (any loop form of its body) with the rows of its body
     for i, key in enumerate(rows.keys):
         if key["name"] in ops:
-            seen.setdefault(body_of(key), (key, []))[1].append(i)
-    for body, (key, idx) in sorted(seen.items()):
+            member = body_of(key) + "|" + "|".join([key["dtype"], key["dst_dtype"], key["op_params"]])
+            seen.setdefault(member, (key, []))
+    for member, (key, idx) in seen.items():
+        idx += [i for i, k in enumerate(rows.keys) if k["name"] in ops and body_of(k) == body_of(key)]
+    for member, (key, idx) in sorted(seen.items()):
+        body = body_of(key)
         n, cv = len(idx), float(np.nanmean(ape[idx]))
         measured = {rows.keys[i]["strategy"] for i in idx}
         # a body shared by both shapes of loop predicts all four forms; a per-form body only its own shape's
@@ -352,6 +356,6 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             for t in terms:
                 out.append(ParamRow("a5", "vf", "op", k["name"], k["dtype"], k["dst_dtype"], strategy, k["op_params"],
                                     t, float({**p, **d}[t]), None, n, cv, note))
-        report.append({"parameter": body + " (smooth, all forms)", "n_obs": n, "cv_mape": cv,
+        report.append({"parameter": member + " (smooth, all forms)", "n_obs": n, "cv_mape": cv,
                        **{t: v for t, v in smooth.params({**key, "strategy": sorted(measured)[0]})[0].items()}})
     return out, report

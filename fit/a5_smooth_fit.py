@@ -24,7 +24,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.sparse import lil_matrix
 
-from costmodel.models.a5_formula import cycles, smooth_max
+from costmodel.models.a5_formula import cycles, family_of, smooth_max
 
 PER_FORM_BODIES = ("TCVT",)
 STRATEGY_TERMS = ("d0", "d1", "d2", "d3", "off")
@@ -35,16 +35,18 @@ BODY_TERMS = ("a", "p", "r", "mr", "mc")
 PENALTY = {"r": 0.004, "m": 0.2, "off_ref": 0.02, "d1": 0.02}
 REFERENCE_FORM = "2d-no-post-update"
 # bounds: dispatch start at least VF startup + drain (23 + 12, costmodel.md §8)
-LOWER = {"d0": 35.0, "d1": 0.5, "d2": 0.0, "d3": 0.0, "off": -20.0, "a": 0.0, "p": 0.0, "r": -50.0, "mr": -500.0, "mc": -500.0}
+LOWER = {"d0": 35.0, "d1": 0.5, "d2": 0.0, "d3": 0.0, "off": -20.0, "a": 0.0, "p": 0.0, "r": 0.0, "mr": -500.0, "mc": -500.0}
 UPPER = {"d0": 120.0, "d1": 3.0, "d2": 30.0, "d3": 30.0, "off": 20.0, "a": 500.0, "p": 1000.0, "r": 500.0, "mr": 500.0, "mc": 500.0}
 START = {"d0": 50.0, "d1": 1.0, "d2": 1.0, "d3": 4.0, "off": 0.0, "a": 40.0, "p": 1.0, "r": 0.0, "mr": 0.0, "mc": 0.0}
 Q_START, Q_RANGE = 8.0, (1.5, 200.0)
 
 
 def body_of(key: dict[str, str]) -> str:
-    """Return the body a key's resource form is shared by: op, dtype, dst dtype, variant (+ 1D/2D for some ops)."""
-    body = "|".join([key["name"], key["dtype"], key["dst_dtype"], key["op_params"]])
-    return body + "|" + key["strategy"][:2] if key["name"] in PER_FORM_BODIES else body
+    """Return the body a key's resource form is shared by: op, dtype, dst dtype, variant; for the ops in
+    PER_FORM_BODIES their family (conversions of equal widths share one curve, costmodel.md §9) and 1D/2D form."""
+    if key["name"] in PER_FORM_BODIES:
+        return f"{family_of(key)}|{key['strategy'][:2]}"
+    return "|".join([key["name"], key["dtype"], key["dst_dtype"], key["op_params"]])
 
 
 @dataclass(frozen=True)
