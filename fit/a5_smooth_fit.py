@@ -1,8 +1,10 @@
 """The A5 formula's second candidate form: a smooth maximum of the bounds, one resource form per op body.
 
-    cycles = smax_q(D_s, P),  smax_q(a, b) = (a^q + b^q)^(1/q)
-    D_s = d0_s + d1_s·C + d2_s·R + d3_s·R·m               per loop form s (dispatch, shared by every op)
-    P   = a_b + off_s + p_b·C + r_b·R + (mr_b·R + mc_b·C)·m  per op body b (op, dtype, dst dtype, variant)
+    cycles = smax_q(D, P),  smax_q(a, b) = (a^q + b^q)^(1/q)
+    D   = off_s + d0 + d1·C + d2·R + d3·R·m               per 1D/2D shape (dispatch, shared by every op)
+    P   = off_s + a_b + p_b·C + r_b·R + (mr_b·R + mc_b·C)·m  per op body b (op, dtype, dst dtype, variant)
+
+off_s is a start offset per loop form s (post-update or not: the same loop nest, addressed differently).
 
 Two things differ from the hard-max form of a5_formula_fit.py. The body's resource cost is shared by every
 loop form it is measured in (the body's loads, ops and stores do not change with the loop form; a loop form
@@ -11,7 +13,8 @@ is predicted from every shape the body was measured at in any form. And near the
 and resource bounds the measured cycles exceed both (10x672 TMINS fp32 costs more than either bound
 extrapolated from either side), which a hard max cannot express; q is fitted globally.
 
-Bodies of the ops in PER_FORM_BODIES get one body per 1D/2D form and free multi-chunk terms m: a TCVT
+Bodies of the ops in PER_FORM_BODIES are per family (equal widths share a curve, costmodel.md §9) and 1D/2D
+form, with free multi-chunk terms m: a TCVT
 program differs between its 1D and 2D forms (costmodel.md §7: DEFAULT resolves to no-post-update in 1D,
 post-update in 2D) and its 2D cost steps between one and several chunks per row (costmodel.md §13).
 Other bodies' m terms and row terms are pulled toward zero.
@@ -27,13 +30,15 @@ from scipy.sparse import lil_matrix
 from costmodel.models.a5_formula import cycles, family_of, smooth_max
 
 PER_FORM_BODIES = ("TCVT",)
-STRATEGY_TERMS = ("d0", "d1", "d2", "d3", "off")
+DISPATCH_TERMS = ("d0", "d1", "d2", "d3")
 BODY_TERMS = ("a", "p", "r", "mr", "mc")
 # penalty weights (per unit of the parameter, against relative residuals): row terms, multi-chunk terms of
-# bodies that should not have them, the loop-form offset of the reference form, dispatch slope away from
-# one chunk per cycle (costmodel.md §8 iteration dispatch)
-PENALTY = {"r": 0.004, "m": 0.2, "off_ref": 0.02, "d1": 0.02}
-REFERENCE_FORM = "2d-no-post-update"
+# bodies that should not have them, loop-form offsets away from their priors, dispatch slope away from one
+# chunk per cycle (costmodel.md §8 iteration dispatch)
+PENALTY = {"r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02}
+# priors of the loop-form offsets: 2D no-post-update is the reference; post-update addressing costs 1-2 cycles
+# more than no-post-update at 10 iterations (costmodel.md §7 table, 1x640 fp32), as in a5_formula_fit
+OFFSET_PRIOR = {"2d-no-post-update": 0.0, "1d-no-post-update": 0.0, "1d-post-update": 1.5}
 # bounds: dispatch start at least VF startup + drain (23 + 12, costmodel.md §8)
 LOWER = {"d0": 35.0, "d1": 0.5, "d2": 0.0, "d3": 0.0, "off": -20.0, "a": 0.0, "p": 0.0, "r": 0.0, "mr": -500.0, "mc": -500.0}
 UPPER = {"d0": 120.0, "d1": 3.0, "d2": 30.0, "d3": 30.0, "off": 20.0, "a": 500.0, "p": 1000.0, "r": 500.0, "mr": 500.0, "mc": 500.0}
@@ -51,20 +56,23 @@ def body_of(key: dict[str, str]) -> str:
 
 @dataclass(frozen=True)
 class SmoothFit:
-    """Fitted values: per loop form (d0..d3, off), per body (a, p, r, mr, mc), and the sharpness q."""
+    """Fitted values: the dispatch bound per 1D/2D shape (d0..d3), a start offset per loop form, per body
+    (a, p, r, mr, mc), and the sharpness q."""
 
-    strategy: dict[str, dict[str, float]]
+    dispatch: dict[str, dict[str, float]]
+    offset: dict[str, float]
     body: dict[str, dict[str, float]]
     q: float
     families: dict[str, int]  # op families each loop form was fitted from
 
     def params(self, key: dict[str, str]) -> tuple[dict[str, float], dict[str, float]] | None:
-        """Return (P coefficients p0..p4, D coefficients d0..d3 and q) for a key, or None if its body or form is unfitted."""
-        b, s = self.body.get(body_of(key)), self.strategy.get(key["strategy"])
-        if b is None or s is None:
+        """Return (P coefficients p0..p4, D coefficients d0..d3 and q) for a key, or None if its body or form is
+        unfitted. The loop form's offset is in both starts, so cycles = offset + smooth max of the two bounds."""
+        b, d, off = self.body.get(body_of(key)), self.dispatch.get(key["strategy"][:2]), self.offset.get(key["strategy"])
+        if b is None or d is None or off is None:
             return None
-        p = {"p0": b["a"] + s["off"], "p1": b["p"], "p2": b["r"], "p3": b["mr"], "p4": b["mc"]}
-        return p, {**{t: s[t] for t in STRATEGY_TERMS if t != "off"}, "q": self.q}
+        p = {"p0": b["a"] + off, "p1": b["p"], "p2": b["r"], "p3": b["mr"], "p4": b["mc"]}
+        return p, {**d, "d0": d["d0"] + off, "q": self.q}
 
 
 def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
@@ -72,62 +80,65 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     idx = np.asarray(idx)
     keys = [rows.keys[i] for i in idx]
     strategies = sorted({k["strategy"] for k in keys})
+    dims = sorted({s[:2] for s in strategies})
     bodies = sorted({body_of(k) for k in keys})
     si = np.array([strategies.index(k["strategy"]) for k in keys])
+    di = np.array([dims.index(k["strategy"][:2]) for k in keys])
     bi = np.array([bodies.index(body_of(k)) for k in keys])
     per_form = np.array([b.split("|")[0] in PER_FORM_BODIES for b in bodies], dtype=float)
     C, R, y = rows.C[idx], rows.R[idx], rows.y[idx]
     two = (rows.dim[idx] == "2d").astype(float)
     m = ((C >= 2 * R) & (two > 0)).astype(float)
-    nS, nB, n, nT = len(strategies), len(bodies), len(idx), len(STRATEGY_TERMS)
-    ref = strategies.index(REFERENCE_FORM) if REFERENCE_FORM in strategies else None
+    nD, nS, nB, n = len(dims), len(strategies), len(bodies), len(idx)
+    # parameter vector: dispatch terms per dim, one offset per loop form, body terms per body, log q
+    o_off = len(DISPATCH_TERMS) * nD
+    o_body = o_off + nS
+    prior_at = np.array([j for j, s in enumerate(strategies) if s in OFFSET_PRIOR], dtype=int)
+    prior = np.array([OFFSET_PRIOR[strategies[j]] for j in prior_at])
 
     def split(th):
-        S = th[: nT * nS].reshape(nT, nS)
-        B = th[nT * nS: nT * nS + 5 * nB].reshape(5, nB)
-        return S, B, th[-1]
+        return th[:o_off].reshape(-1, nD), th[o_off:o_body], th[o_body:-1].reshape(-1, nB), th[-1]
 
     def predict(th):
-        (d0, d1, d2, d3, off), (a, p, r, mr, mc), lq = split(th)
-        D = d0[si] + d1[si] * C + (d2[si] + d3[si] * m) * R * two
-        P = a[bi] + off[si] + p[bi] * C + r[bi] * R * two + (mr[bi] * R + mc[bi] * C) * m
+        (d0, d1, d2, d3), off, (a, p, r, mr, mc), lq = split(th)
+        D = off[si] + d0[di] + d1[di] * C + (d2[di] + d3[di] * m) * R * two
+        P = off[si] + a[bi] + p[bi] * C + r[bi] * R * two + (mr[bi] * R + mc[bi] * C) * m
         return smooth_max(D, P, np.exp(lq))
 
     def residuals(th):
-        (d0, d1, d2, d3, off), (a, p, r, mr, mc), lq = split(th)
-        pen = [PENALTY["r"] * r, PENALTY["m"] * mr * (1 - per_form), PENALTY["m"] * mc * (1 - per_form),
-               PENALTY["d1"] * (d1 - 1.0)]
-        if ref is not None:
-            pen.append(PENALTY["off_ref"] * off[ref: ref + 1])
-        return np.concatenate([(predict(th) - y) / y, *pen])
+        (_, d1, _, _), off, (_, _, r, mr, mc), _ = split(th)
+        return np.concatenate([(predict(th) - y) / y, PENALTY["r"] * r, PENALTY["m"] * mr * (1 - per_form),
+                               PENALTY["m"] * mc * (1 - per_form), PENALTY["d1"] * (d1 - 1.0),
+                               PENALTY["off"] * (off[prior_at] - prior)])
 
-    # which residual depends on which parameter: the row's loop form, its body, and q; penalties on their own
-    n_pen = 3 * nB + nS + (ref is not None)
-    J = lil_matrix((n + n_pen, nT * nS + 5 * nB + 1), dtype=int)
+    # which residual depends on which parameter: the row's dim, loop form and body, and q; penalties on their own
+    J = lil_matrix((n + 3 * nB + nD + len(prior_at), o_body + len(BODY_TERMS) * nB + 1), dtype=int)
     rowsel = np.arange(n)
-    for t in range(nT):
-        J[rowsel, t * nS + si] = 1
-    for t in range(5):
-        J[rowsel, nT * nS + t * nB + bi] = 1
+    for t in range(len(DISPATCH_TERMS)):
+        J[rowsel, t * nD + di] = 1
+    J[rowsel, o_off + si] = 1
+    for t in range(len(BODY_TERMS)):
+        J[rowsel, o_body + t * nB + bi] = 1
     J[:n, -1] = 1
     for j, t in enumerate((2, 3, 4)):
-        J[n + j * nB + np.arange(nB), nT * nS + t * nB + np.arange(nB)] = 1
-    J[n + 3 * nB + np.arange(nS), 1 * nS + np.arange(nS)] = 1
-    if ref is not None:
-        J[n + 3 * nB + nS, (nT - 1) * nS + ref] = 1
+        J[n + j * nB + np.arange(nB), o_body + t * nB + np.arange(nB)] = 1
+    J[n + 3 * nB + np.arange(nD), nD + np.arange(nD)] = 1
+    J[n + 3 * nB + nD + np.arange(len(prior_at)), o_off + prior_at] = 1
 
     def vec(table, q):
-        return np.concatenate([np.full(nS, table[t]) for t in STRATEGY_TERMS]
+        return np.concatenate([np.full(nD, table[t]) for t in DISPATCH_TERMS] + [np.full(nS, table["off"])]
                               + [np.full(nB, table[t]) for t in BODY_TERMS] + [[np.log(q)]])
 
     lo, hi = vec(LOWER, Q_RANGE[0]), vec(UPPER, Q_RANGE[1])
     x0 = np.clip(vec(START, Q_START), lo + 1e-9, hi - 1e-9)
     sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.03, jac_sparsity=J.tocsr(),
                         max_nfev=3000, ftol=1e-6, x_scale="jac")
-    S, B, lq = split(sol.x)
+    Dv, off, B, lq = split(sol.x)
     fams = {s: len({keys[i]["name"] for i in np.flatnonzero(si == j)}) for j, s in enumerate(strategies)}
-    return SmoothFit({s: dict(zip(STRATEGY_TERMS, map(float, S[:, j]))) for j, s in enumerate(strategies)},
-                     {b: dict(zip(BODY_TERMS, B[:, j])) for j, b in enumerate(bodies)}, float(np.exp(lq)), fams)
+    return SmoothFit({d: dict(zip(DISPATCH_TERMS, map(float, Dv[:, j]))) for j, d in enumerate(dims)},
+                     {s: float(off[j]) for j, s in enumerate(strategies)},
+                     {b: dict(zip(BODY_TERMS, map(float, B[:, j]))) for j, b in enumerate(bodies)},
+                     float(np.exp(lq)), fams)
 
 
 def predict_smooth(fit: SmoothFit, rows, idx: np.ndarray) -> np.ndarray:
