@@ -333,7 +333,9 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     seen = {}  # each measured key (any loop form of its body) with the rows of its body
     for i, key in enumerate(rows.keys):
         if key["name"] in ops:
-            member = body_of(key) + "|" + "|".join([key["dtype"], key["dst_dtype"], key["op_params"]])
+            member = "|".join([key["name"], key["dtype"], key["dst_dtype"], key["op_params"]])
+            if key["name"] in PER_FORM_BODIES:
+                member += "|" + key["strategy"][:2]
             seen.setdefault(member, (key, []))
     for member, (key, idx) in seen.items():
         idx += [i for i, k in enumerate(rows.keys) if k["name"] in ops and body_of(k) == body_of(key)]
@@ -356,6 +358,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             for t in terms:
                 out.append(ParamRow("a5", "vf", "op", k["name"], k["dtype"], k["dst_dtype"], strategy, k["op_params"],
                                     t, float({**p, **d}[t]), None, n, cv, note))
-        report.append({"parameter": member + " (smooth, all forms)", "n_obs": n, "cv_mape": cv,
+        label = member if body == member else f"{member} (curve {body})"
+        report.append({"parameter": f"{label} (smooth, all forms)", "n_obs": n, "cv_mape": cv,
                        **{t: v for t, v in smooth.params({**key, "strategy": sorted(measured)[0]})[0].items()}})
     return out, report
