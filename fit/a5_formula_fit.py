@@ -265,15 +265,13 @@ def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: st
 
 
 def _smooth_winners(names: np.ndarray, cv_max: np.ndarray, cv_smooth: np.ndarray, y: np.ndarray) -> set[str]:
-    """Return the ops that take the smooth form: its cross-validated MAPE is within one standard error of the
-    hard-max form's (the one-standard-error rule: prefer the form with fewer parameters per key unless the data
-    clearly favour the other). Rows a form cannot predict count as 100 %."""
+    """Return the ops whose cross-validated MAPE is no higher in the smooth form (a tie goes to the form with
+    fewer parameters per key). Rows a form cannot predict count as 100 %."""
     out = set()
     for op in set(names):
         sel = names == op
         ape_max, ape_smooth = (np.nan_to_num(np.abs(p[sel] - y[sel]) / y[sel], nan=1.0) for p in (cv_max, cv_smooth))
-        se = ape_max.std(ddof=1) / np.sqrt(sel.sum()) if sel.sum() > 1 else 0.0
-        if ape_smooth.mean() <= ape_max.mean() + se:
+        if ape_smooth.mean() <= ape_max.mean():
             out.add(op)
     return out
 

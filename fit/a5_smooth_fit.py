@@ -14,9 +14,9 @@ and resource bounds the measured cycles exceed both (10x672 TMINS fp32 costs mor
 extrapolated from either side), which a hard max cannot express; q is fitted globally.
 
 Bodies of the ops in PER_FORM_BODIES are per family (equal widths share a curve, costmodel.md §9) and 1D/2D
-form, with free multi-chunk terms m: a TCVT
-program differs between its 1D and 2D forms (costmodel.md §7: DEFAULT resolves to no-post-update in 1D,
-post-update in 2D) and its 2D cost steps between one and several chunks per row (costmodel.md §13).
+form, with free multi-chunk terms m: a TCVT program differs between its 1D and 2D forms (costmodel.md §7:
+DEFAULT resolves to no-post-update in 1D, post-update in 2D) and its 2D cost steps between one and several
+chunks per row (costmodel.md §13).
 Other bodies' m terms and row terms are pulled toward zero.
 """
 from __future__ import annotations
@@ -85,7 +85,8 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     si = np.array([strategies.index(k["strategy"]) for k in keys])
     di = np.array([dims.index(k["strategy"][:2]) for k in keys])
     bi = np.array([bodies.index(body_of(k)) for k in keys])
-    per_form = np.array([b.split("|")[0] in PER_FORM_BODIES for b in bodies], dtype=float)
+    per_form = np.zeros(len(bodies))
+    per_form[[bodies.index(body_of(k)) for k in keys if k["name"] in PER_FORM_BODIES]] = 1.0
     C, R, y = rows.C[idx], rows.R[idx], rows.y[idx]
     two = (rows.dim[idx] == "2d").astype(float)
     m = ((C >= 2 * R) & (two > 0)).astype(float)
