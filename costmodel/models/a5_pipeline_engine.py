@@ -231,19 +231,6 @@ class _Port:
     def __init__(self):
         self.busy: list[tuple[float, float, int]] = []
 
-    def earliest(self, t: float, d: float) -> tuple[float, int]:
-        blocker = -1
-        for s, e, o in self.busy:
-            if e <= t:
-                continue
-            if s >= t + d:
-                break
-            t, blocker = e, o
-        return t, blocker
-
-    def take(self, t: float, d: float, owner: int) -> None:
-        insort(self.busy, (t, t + d, owner))
-
     def prune(self, t: float) -> None:
         b = self.busy
         k = 0
@@ -376,7 +363,7 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
             cands = cands_of[item]
             best, bi, blk = None, -1, -1
             for k, p in enumerate(cands):
-                s, b = t, -1  # _Port.earliest, inlined
+                s, b = t, -1  # the earliest start >= t with `dur` free cycles on this port, and who blocked it
                 for bs, be, bo in p.busy:
                     if be <= s:
                         continue
@@ -387,7 +374,7 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
                     best, bi, blk = s, k, b
             if best > t:
                 t, iwhy, iby, iat = best, ins.unit, blk, "i"
-            insort(cands[bi].busy, (t, t + dur, n))  # _Port.take, inlined
+            insort(cands[bi].busy, (t, t + dur, n))  # reserve [t, t + dur) on the chosen port
             if record:
                 port_name = f"{ins.unit}{bi if multi_of[item] else ''}"
         # ---- results
