@@ -86,20 +86,9 @@ def lower_rows(trace: pd.DataFrame) -> tuple[Rows, list[int], list[str]]:
                 np.array(C, float), np.array(R, float), y, keys), keep, notes
 
 
-def _features(rows: Rows, idx: np.ndarray) -> dict[str, np.ndarray]:
-    out = {t: np.zeros(len(idx)) for t in fm.P_TERMS}
-    for d in ("1d", "2d"):
-        sel = rows.dim[idx] == d
-        if sel.any():
-            f = fm.features(rows.C[idx][sel], rows.R[idx][sel], d)
-            for t in fm.P_TERMS:
-                out[t][sel] = f[t]
-    return out
-
-
 def _family_scales(rows: Rows, idx: np.ndarray) -> dict[tuple[str, str], float]:
     """Size of each term per family (an unshrunk per-family fit), so deviations are penalised relatively."""
-    feats = _features(rows, idx)
+    feats = fm.features(rows.C[idx], rows.R[idx], rows.dim[idx])
     out = {}
     for fam in set(rows.fam[idx]):
         sel = rows.fam[idx] == fam
@@ -113,7 +102,7 @@ def _family_scales(rows: Rows, idx: np.ndarray) -> dict[tuple[str, str], float]:
 
 def _fit_p(rows: Rows, idx: np.ndarray, shrink: float, scales, pool: str = "family") -> dict[str, float]:
     """Hierarchical fit of the P coefficients on rows `idx`; returns {term|node: value} for every node."""
-    feats = _features(rows, idx)
+    feats = fm.features(rows.C[idx], rows.R[idx], rows.dim[idx])
     names, cols, parent, scale = [], [], {}, {}
     for k0 in sorted(set(rows.k0[idx])):
         sel = rows.k0[idx] == k0
@@ -328,17 +317,18 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     out: list[ParamRow] = []
     report = []
     forms = {"1d": ("1d-post-update", "1d-no-post-update"), "2d": ("2d-no-post-update", "2d-post-update")}
-    seen = {}  # each measured key (any loop form of its body) with the rows of its body
+    body_rows: dict[str, list[int]] = {}
+    seen = {}  # each measured key (any loop form of its body)
     for i, key in enumerate(rows.keys):
         if key["name"] in ops:
+            body_rows.setdefault(body_of(key), []).append(i)
             member = "|".join([key["name"], key["dtype"], key["dst_dtype"], key["op_params"]])
             if key["name"] in PER_FORM_BODIES:
                 member += "|" + key["strategy"][:2]
-            seen.setdefault(member, (key, []))
-    for member, (key, idx) in seen.items():
-        idx += [i for i, k in enumerate(rows.keys) if k["name"] in ops and body_of(k) == body_of(key)]
-    for member, (key, idx) in sorted(seen.items()):
+            seen.setdefault(member, key)
+    for member, key in sorted(seen.items()):
         body = body_of(key)
+        idx = body_rows[body]
         n, cv = len(idx), float(np.nanmean(ape[idx]))
         measured = {rows.keys[i]["strategy"] for i in idx}
         # a body shared by both shapes of loop predicts all four forms; a per-form body only its own shape's

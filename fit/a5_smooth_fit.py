@@ -27,7 +27,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.sparse import lil_matrix
 
-from costmodel.models.a5_formula import cycles, family_of, smooth_max
+from costmodel.models.a5_formula import cycles, family_of, features, smooth_max
 
 PER_FORM_BODIES = ("TCVT",)
 DISPATCH_TERMS = ("d0", "d1", "d2", "d3")
@@ -87,9 +87,8 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     bi = np.array([bodies.index(body_of(k)) for k in keys])
     per_form = np.zeros(len(bodies))
     per_form[[bodies.index(body_of(k)) for k in keys if k["name"] in PER_FORM_BODIES]] = 1.0
-    C, R, y = rows.C[idx], rows.R[idx], rows.y[idx]
-    two = (rows.dim[idx] == "2d").astype(float)
-    m = ((C >= 2 * R) & (two > 0)).astype(float)
+    y = rows.y[idx]
+    f = features(rows.C[idx], rows.R[idx], rows.dim[idx])
     nD, nS, nB, n = len(dims), len(strategies), len(bodies), len(idx)
     # parameter vector: dispatch terms per dim, one offset per loop form, body terms per body, log q
     o_off = len(DISPATCH_TERMS) * nD
@@ -102,8 +101,8 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
 
     def predict(th):
         (d0, d1, d2, d3), off, (a, p, r, mr, mc), lq = split(th)
-        D = off[si] + d0[di] + d1[di] * C + (d2[di] + d3[di] * m) * R * two
-        P = off[si] + a[bi] + p[bi] * C + r[bi] * R * two + (mr[bi] * R + mc[bi] * C) * m
+        D = off[si] + d0[di] + d1[di] * f["p1"] + d2[di] * f["p2"] + d3[di] * f["p3"]
+        P = off[si] + a[bi] + p[bi] * f["p1"] + r[bi] * f["p2"] + mr[bi] * f["p3"] + mc[bi] * f["p4"]
         return smooth_max(D, P, np.exp(lq))
 
     def residuals(th):

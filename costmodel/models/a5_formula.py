@@ -27,6 +27,10 @@ from .params import ParamTable, shipped
 
 P_TERMS = ("p0", "p1", "p2", "p3", "p4")
 D_TERMS = ("d0", "d1", "d2", "d3")
+D_FEATURE = {"d0": "p0", "d1": "p1", "d2": "p2", "d3": "p3"}  # the feature each dispatch term multiplies
+# how the breakdown names each term of the binding bound
+ROLE = {"p0": "startup", "d0": "startup", "p1": "iterations", "p4": "iterations", "d1": "iterations",
+        "p2": "rows", "p3": "rows", "d2": "rows", "d3": "rows"}
 BITS = {"f32": 32, "i32": 32, "u32": 32, "f16": 16, "bf16": 16, "i16": 16, "u16": 16, "i8": 8, "u8": 8,
         "fp8_e4m3": 8, "fp8_e5m2": 8, "hif8": 8, "fp4_e1m2": 4, "fp4_e2m1": 4, "i64": 64, "u64": 64}
 
@@ -46,11 +50,12 @@ def family_of(key: dict[str, str]) -> str:
     return f"{key['name']}:{key['op_params']}" if key["op_params"] else key["name"]
 
 
-def features(C, R, dim: str) -> dict[str, np.ndarray]:
-    """Return the P features for arrays of chunks and rows (1D programs have no row terms)."""
+def features(C, R, dim) -> dict[str, np.ndarray]:
+    """Return the P features for arrays of chunks and rows; `dim` is "1d"/"2d" or an array of them (1D programs
+    have no row terms)."""
     C = np.asarray(C, dtype=float)
     R = np.asarray(R, dtype=float)
-    two = 1.0 if dim == "2d" else 0.0
+    two = (np.asarray(dim) == "2d").astype(float)
     m = ((C >= 2 * R) & (two > 0)).astype(float)
     return {"p0": np.ones_like(C), "p1": C, "p2": R * two, "p3": R * m, "p4": C * m}
 
@@ -86,13 +91,22 @@ def lookup(table: ParamTable, key: dict[str, str]) -> tuple[dict[str, float], di
     return p, d, src
 
 
-def cycles(p: dict[str, float], d: dict[str, float], C, R, dim: str) -> tuple[np.ndarray, np.ndarray]:
-    """Return (cycles, resource bound P) for arrays of chunks and rows: max(D, P), or the smooth maximum
-    (D^q + P^q)^(1/q) where d carries a sharpness q."""
-    f = features(C, R, dim)
+def bounds(p: dict[str, float], d: dict[str, float], f: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Return (dispatch bound D, resource bound P) over features `f`."""
     P = sum(p.get(t, 0.0) * f[t] for t in P_TERMS)
-    D = d.get("d0", 0.0) + d.get("d1", 0.0) * f["p1"] + d.get("d2", 0.0) * f["p2"] + d.get("d3", 0.0) * f["p3"]
-    return (smooth_max(D, P, d["q"]) if d.get("q") else np.maximum(D, P)), P
+    D = sum(d.get(t, 0.0) * f[D_FEATURE[t]] for t in D_TERMS)
+    return D, P
+
+
+def combine(D, P, d: dict[str, float]) -> np.ndarray:
+    """Return max(D, P), or the smooth maximum (D^q + P^q)^(1/q) where d carries a sharpness q."""
+    return smooth_max(D, P, d["q"]) if d.get("q") else np.maximum(D, P)
+
+
+def cycles(p: dict[str, float], d: dict[str, float], C, R, dim) -> tuple[np.ndarray, np.ndarray]:
+    """Return (cycles, resource bound P) for arrays of chunks and rows."""
+    D, P = bounds(p, d, features(C, R, dim))
+    return combine(D, P, d), P
 
 
 def smooth_max(D, P, q: float) -> np.ndarray:
@@ -122,16 +136,13 @@ class A5FormulaModel:
                                    f"{'->' + key['dst_dtype'] if key['dst_dtype'] else ''} {plan.strategy}"
                                    f"{' ' + key['op_params'] if key['op_params'] else ''}; use --model pipeline")
         p, d, _ = found
-        total, P = cycles(p, d, t.chunks, t.rows, t.dim)
-        total, P = float(total), float(P)
         f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim).items()}
-        D = d["d0"] + d["d1"] * f["p1"] + d["d2"] * f["p2"] + d.get("d3", 0.0) * f["p3"]
-        if P >= D:
-            parts = (("startup", p.get("p0", 0.0)), ("iterations", p.get("p1", 0.0) * f["p1"] + p.get("p4", 0.0) * f["p4"]),
-                     ("rows", p.get("p2", 0.0) * f["p2"] + p.get("p3", 0.0) * f["p3"]))
-        else:
-            parts = (("startup", d["d0"]), ("iterations", d["d1"] * f["p1"]),
-                     ("rows", d["d2"] * f["p2"] + d.get("d3", 0.0) * f["p3"]))
+        D, P = bounds(p, d, f)
+        total = float(combine(D, P, d))
+        coeffs, feature = (p, {t: t for t in P_TERMS}) if P >= D else (d, D_FEATURE)
+        parts: dict[str, float] = {}
+        for t, col in feature.items():
+            parts[ROLE[t]] = parts.get(ROLE[t], 0.0) + coeffs.get(t, 0.0) * f[col]
         # the smooth form's excess over the binding bound: both bounds compete near their crossover
-        parts += (("bound overlap", total - max(P, D)),)
-        return total, tuple((k, v) for k, v in parts if v)
+        parts["bound overlap"] = total - max(P, D)
+        return total, tuple((k, v) for k, v in parts.items() if v)
