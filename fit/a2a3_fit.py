@@ -164,14 +164,13 @@ def lower_rows(trace: pd.DataFrame) -> tuple[list[dict[str, float]], list[int], 
     """Return (features per plannable row, their positions in `trace`, notes per unplannable row)."""
     from costmodel import lower
     from costmodel.errors import PtoCostError
-    from costmodel.operands import make_request
 
-    from .traces import request_kwargs
+    from .traces import trace_request
 
     feats, keep, notes = [], [], []
     for i, row in enumerate(trace.to_dict("records")):
         try:
-            req = make_request(**request_kwargs(row))
+            req, _ = trace_request(row)
             feats.append(plan_features(lower.lower(req)))
             keep.append(i)
         except PtoCostError as exc:

@@ -60,14 +60,13 @@ def lower_rows(trace: pd.DataFrame) -> tuple[Rows, list[int], list[str]]:
     from costmodel import lower
     from costmodel.errors import PtoCostError
     from costmodel.models.a5_features import vf_trips
-    from costmodel.operands import make_request
 
-    from .traces import request_kwargs
+    from .traces import trace_request
 
     keys, keep, notes, C, R = [], [], [], [], []
     for i, row in enumerate(trace.to_dict("records")):
         try:
-            req = make_request(**request_kwargs(row))
+            req, _ = trace_request(row)
             plan = lower.lower(req)
         except PtoCostError as exc:
             notes.append(f"line {row.get('line', i + 2)}: {exc}")

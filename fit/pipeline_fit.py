@@ -108,9 +108,8 @@ def program_for(req):
 def build_cases(frame: pd.DataFrame) -> Cases:
     """Lower every (checked) trace row of an A5 trace to its VF program; rows that fail get case -1."""
     from costmodel.models.a5_pipeline_engine import compile_program
-    from costmodel.operands import make_request
 
-    from .traces import request_kwargs
+    from .traces import trace_request
 
     templates: list[Template] = []
     sig_index: dict[tuple, int] = {}
@@ -121,7 +120,9 @@ def build_cases(frame: pd.DataFrame) -> Cases:
     notes: dict[int, str] = {}
     for k, (_, row) in enumerate(frame.iterrows()):
         try:
-            prog, note = program_for(make_request(**request_kwargs(row)))
+            req, in_place = trace_request(row)
+            prog, note = program_for(req)
+            note = "; ".join(n for n in (in_place, note) if n)
         except Exception as exc:  # a row that cannot be modelled is reported, never fatal
             notes[k] = f"{type(exc).__name__}: {exc}"
             continue

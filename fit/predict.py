@@ -6,13 +6,12 @@ import pandas as pd
 
 from costmodel.errors import PtoCostError
 
-from .traces import check_trace, request_kwargs
+from .traces import check_trace, request_kwargs, trace_request
 
 
 def predict_frame(df: pd.DataFrame, *, model: str = "auto") -> pd.DataFrame:
     """Return `df` plus `predicted_cycles`, `strategy`, `model` and `note` columns (never raises per row)."""
     from costmodel.api import estimate_request
-    from costmodel.operands import make_request
 
     good, problems = check_trace(df, require_measured=False)
     notes = {p.line: f"{p.column}: {p.message}" for p in reversed(problems)}
@@ -31,9 +30,9 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto") -> pd.DataFrame:
         key = tuple(sorted((k, str(v)) for k, v in kw.items()))
         if key not in cache:
             try:
-                req = make_request(**kw)
+                req, how = trace_request(row)
                 e = estimate_request(req, model=model, verify=False)
-                cache[key] = (e.cycles, e.strategy, e.model, "")
+                cache[key] = (e.cycles, e.strategy, e.model, how)
             except PtoCostError as exc:
                 cache[key] = (np.nan, "", "", str(exc))
             except Exception as exc:  # a bulk path never aborts on one row

@@ -159,6 +159,28 @@ _NO_CATALOGUE = {  # measured ops that are not PTO catalogue instructions
                  "catalogue entry and is not modelled",
 }
 
+def trace_request(row: Any) -> tuple[Any, str]:
+    """Return (request, note) of one trace row. A row whose operand tiles cannot sit side by side in the unified
+    buffer was nevertheless measured, so its test must have run in place: it is modelled with dst overwriting the
+    first source, and the note says so. Raises PtoCostError for a row that cannot be modelled."""
+    from costmodel.arch import constants
+    from costmodel.errors import PtoCostError
+    from costmodel.lower.alloc import alias_source, ub_need
+    from costmodel.operands import make_request
+
+    kw = request_kwargs(row)
+    req = make_request(**kw)
+    need, limit = ub_need(req.arch, list(req.tiles)), constants(req.arch).ub_bytes
+    if need <= limit or kw.get("in_place"):
+        return req, ""
+    try:
+        alias = alias_source(list(req.tiles))
+    except PtoCostError:
+        return req, ""
+    return (make_request(**kw, in_place=True),
+            f"modelled in place (dst overwrites {alias}): the tiles need {need} B side by side, the UB has {limit} B")
+
+
 def request_kwargs(row: Any) -> dict[str, Any]:
     """Map one trace row to `costmodel.operands.make_request` keyword arguments (op, shape, dtype, arch, ...)."""
     kw: dict[str, Any] = {

@@ -14,7 +14,7 @@ from costmodel.catalog import instruction
 from costmodel.dtypes import dtype as as_dtype
 from costmodel.emulate import a5 as emu
 from costmodel.emulate.verify import compare, make_inputs, verify
-from costmodel.errors import NotModelledError
+from costmodel.errors import NotModelledError, ParamError
 from costmodel.golden import golden
 from costmodel.golden.convert import convert
 from costmodel.isa_a5 import (Affine, Addr, Loop, Plt, PostAddr, Pset, PtrAdd, SetPtr, SetScalar, VfProgram, Vlds,
@@ -112,7 +112,7 @@ ALIGN_BITS = 256
 
 
 @st.composite
-def requests(draw, family):
+def requests(draw, family, **extra):
     op = draw(st.sampled_from(OPS[family]))
     inst = instruction(op)
     dt = as_dtype(draw(st.sampled_from(inst.dtypes_on("a5"))))
@@ -132,7 +132,7 @@ def requests(draw, family):
         kw["src0_valid" if draw(st.booleans()) else "src1_valid"] = inner
     if draw(st.booleans()) and vr == rows and vc == cols:
         kw["static_valid"] = True
-    return make_request(op, (rows, cols), dt.name, arch="a5", valid=(vr, vc), **kw)
+    return make_request(op, (rows, cols), dt.name, arch="a5", valid=(vr, vc), **kw, **extra)
 
 
 def legal_strategies(req):
@@ -147,6 +147,25 @@ def test_elementwise_strategies_match_the_golden(family, data):
     for strategy in legal_strategies(req):
         v = verify(lower.lower(req, strategy), seed=3)
         assert v.ok, (req.describe(), strategy, v.note, v.mismatches[:4])
+
+
+@pytest.mark.parametrize("family", ["unary", "binary", "binary_scalar"])
+@SETTINGS
+@given(data=st.data())
+def test_in_place_strategies_overwrite_the_first_source_and_match_the_golden(family, data):
+    req = data.draw(requests(family, in_place=True))
+    for strategy in legal_strategies(req):
+        plan = lower.lower(req, strategy)
+        dst, first = plan.buffers[0], plan.buffers[1]
+        assert first.offset == dst.offset and first.name in ("src", "src0")
+        assert all(b.offset != dst.offset for b in plan.buffers[2:])
+        v = verify(plan, seed=3)
+        assert v.ok, (req.describe(), strategy, v.note, v.mismatches[:4])
+
+
+def test_in_place_needs_a_source_of_the_destination_width():
+    with pytest.raises(ParamError, match="in-place"):
+        lower.lower(make_request("TCVT", (4, 64), "f32", arch="a5", dst_dtype="f16", in_place=True))
 
 
 @pytest.mark.parametrize("family", ["partial", "col_expand", "col_expand_binary", "row_expand", "row_expand_binary"])

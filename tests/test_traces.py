@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 from costmodel.errors import ParamError, TraceError
 from costmodel.operands import make_request
 from fit.predict import predict_frame
-from fit.traces import check_trace, parse_extra, read_trace, request_kwargs
+from fit.traces import check_trace, parse_extra, read_trace, request_kwargs, trace_request
 
 HEADER = "arch,op,dtype,dst_dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles\n"
 
@@ -97,3 +97,19 @@ def test_trace_round_modes_are_named_by_the_conversion_table():
         assert make_request(**request_kwargs(dict(row, round_mode=mode))).param("round_mode") == "rint"
     with pytest.raises(ParamError, match="unknown round mode"):
         make_request(**request_kwargs(dict(row, round_mode="CAST_SIDEWAYS")))
+
+
+def test_rows_whose_tiles_overflow_the_ub_are_modelled_in_place(tmp_path):
+    # three 20x1312 fp32 tiles need 3 x 104960 B > 256 KiB (isa.md 1.2), yet the row was measured
+    p = write(tmp_path, "a5,TADD,fp32,,20,1312,20,1280,VFIMPL_DEFAULT,869\na5,TADD,fp32,,10,1312,10,1280,VFIMPL_DEFAULT,449\n"
+                        "a5,TCVT,fp32,fp16,20,2560,20,2560,VFIMPL_DEFAULT,500\n")
+    good, _ = check_trace(read_trace(p))
+    rows = good.to_dict("records")
+    big, note = trace_request(rows[0])
+    assert big.param("in_place") and "in place" in note and "src0" in note
+    small, note = trace_request(rows[1])
+    assert not small.param("in_place") and note == ""
+    out = predict_frame(read_trace(p))
+    assert np.isfinite(out.loc[0, "predicted_cycles"]) and "in place" in out.loc[0, "note"]
+    # a conversion to a narrower type cannot overwrite its source: the row keeps its UB error
+    assert np.isnan(out.loc[2, "predicted_cycles"]) and "unified buffer" in out.loc[2, "note"]

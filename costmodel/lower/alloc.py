@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 from ..arch import constants
-from ..errors import ShapeError
+from ..errors import ParamError, ShapeError
 from ..plan import Buffer
 from ..tiles import Tile
 
 
-def allocate(arch: str, tiles: list[tuple[str, Tile]], scratch: list[tuple[str, Tile]] = (), *, reserve_tmp_window: bool = False) -> tuple[Buffer, ...]:
-    """Return buffers at consecutive 32-byte aligned UB addresses; raise ShapeError if they do not fit."""
+def allocate(arch: str, tiles: list[tuple[str, Tile]], scratch: list[tuple[str, Tile]] = (), *,
+             reserve_tmp_window: bool = False, alias: str | None = None) -> tuple[Buffer, ...]:
+    """Return buffers at consecutive 32-byte aligned UB addresses (the source named `alias`, if any, at the first
+    tile's address: an in-place op); raise ShapeError if they do not fit."""
     c = constants(arch)
     align = c.ub_align_bytes
     limit = c.ub_bytes
@@ -17,14 +19,34 @@ def allocate(arch: str, tiles: list[tuple[str, Tile]], scratch: list[tuple[str, 
     out: list[Buffer] = []
     addr = 0
     for name, tile in list(tiles) + list(scratch):
+        if out and name == alias:
+            out.append(Buffer(name, tile, out[0].offset))
+            continue
         out.append(Buffer(name, tile, addr, scratch=(name, tile) in list(scratch)))
         addr += -(-tile.nbytes // align) * align
     if addr > limit:
-        raise ShapeError(overflow_message(arch, [(b.name, b.nbytes) for b in out], addr, limit))
+        raise ShapeError(overflow_message(arch, [(b.name, b.nbytes) for b in out if b.name != alias], addr, limit))
     return tuple(out)
+
+
+def ub_need(arch: str, tiles: list[tuple[str, Tile]]) -> int:
+    """Return the unified-buffer bytes the tiles take side by side (each rounded up to the UB alignment)."""
+    align = constants(arch).ub_align_bytes
+    return sum(-(-t.nbytes // align) * align for _, t in tiles)
 
 
 def overflow_message(arch: str, used: list[tuple[str, int]], need: int, limit: int) -> str:
     """The error of buffers (name, bytes) that need `need` bytes of a `limit`-byte unified buffer."""
     listed = ", ".join(f"{name} {nbytes} B" for name, nbytes in used)
     return f"operands need {need} B of unified buffer but {arch} has {limit} B ({listed})"
+
+
+def alias_source(tiles: list[tuple[str, Tile]]) -> str:
+    """Return the source an in-place op overwrites: the first one (`src` or `src0`) if it has the destination's shape
+    and element width; raise ParamError otherwise."""
+    (_, dst), *sources = tiles
+    if sources:
+        name, src = sources[0]
+        if (src.rows, src.cols, src.dtype.bits) == (dst.rows, dst.cols, dst.dtype.bits):
+            return name
+    raise ParamError("an in-place op overwrites its first source, which needs dst's tile shape and element width")

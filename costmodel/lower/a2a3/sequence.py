@@ -62,11 +62,7 @@ def _scratch_tiles(req: Request, row: LoweringRow) -> list[tuple[str, Tile]]:
 
 def buffers(req: Request, row: LoweringRow) -> tuple[Buffer, ...]:
     """Return the UB buffers of the request tiles and the row's scratch; raises ShapeError if they do not fit."""
-    tiles = list(req.tiles)
-    if not in_place(req):
-        return allocate("a2a3", tiles, _scratch_tiles(req, row))
-    bufs = allocate("a2a3", [t for t in tiles if t[0] != "src"], _scratch_tiles(req, row))
-    return (bufs[0], Buffer("src", req.tile("src"), bufs[0].offset), *bufs[1:])
+    return allocate("a2a3", list(req.tiles), _scratch_tiles(req, row), alias="src" if in_place(req) else None)
 
 
 def _streams(bufs: tuple[Buffer, ...]) -> dict[str, Stream]:

@@ -14,11 +14,12 @@ from __future__ import annotations
 from ...arch import constants
 from ...dtypes import DType
 from ...errors import NotModelledError, StrategyError
+from ...flags import truthy
 from ...isa_a5 import VfProgram, VOp, VSel
 from ...plan import Plan
 from ...request import Request
 from ...tiles import Tile
-from ..alloc import allocate
+from ..alloc import alias_source, allocate
 from . import dispatch
 from .forms import Counter, Gen, Kernel, Mem, Segment, Stream, emit
 from .program import Regs, compile_block, compile_sequence
@@ -203,9 +204,12 @@ def lower(req: Request, strategy: str) -> Plan:
     if strategy not in legal or legal[strategy]:
         raise StrategyError(f"strategy {strategy} is illegal for this {req.op} request: {legal.get(strategy, 'unknown')}")
     segs = segments(req, strategy)
-    buffers = allocate("a5", list(req.tiles))
+    alias = alias_source(list(req.tiles)) if truthy(req.param("in_place", "")) else None
+    buffers = allocate("a5", list(req.tiles), alias=alias)
     body = emit(strategy, segs)
     notes = [dispatch.resolve(req)[1]]
+    if alias:
+        notes.append(f"in place: dst overwrites {alias} (each chunk is loaded before it is stored)")
     if not body:
         notes.append("empty valid region: nothing is issued")
     if req.op == "TSEL" and req.dtype.bits == 32 and strategy.startswith("1d"):
