@@ -41,6 +41,22 @@ def _ancestors(name: str, parent: dict[str, str | None]) -> list[str]:
     return out
 
 
+def _least_squares(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Return argmin |A x - b| by the normal equations (A is sparse: rows touch a key and its ancestors), with a
+    ridge of 1e-12 of the mean diagonal for directions no row or penalty constrains (where it tends to the
+    minimum-norm solution); an SVD solve if the factorisation fails. Several times faster than an SVD solve of A,
+    and the formula fits solve thousands of these."""
+    from scipy import linalg, sparse
+
+    S = sparse.csr_matrix(A)
+    G = (S.T @ S).toarray()
+    G[np.diag_indices_from(G)] += 1e-12 * max(float(np.trace(G)) / max(len(G), 1), 1e-300)
+    try:
+        return linalg.cho_solve(linalg.cho_factor(G), S.T @ b)
+    except linalg.LinAlgError:
+        return np.linalg.lstsq(A, b, rcond=None)[0]
+
+
 def fit_linear(X: np.ndarray, y: np.ndarray, names: list[str], *, parent: dict[str, str | None] | None = None,
                lower: dict[str, float] | None = None, shrink: float = 1.0, weights: np.ndarray | None = None,
                prior: dict[str, float] | None = None, scale: dict[str, float] | None = None,
@@ -94,7 +110,7 @@ def fit_linear(X: np.ndarray, y: np.ndarray, names: list[str], *, parent: dict[s
     if np.isfinite(lb).any():
         node_vals = lsq_linear(A, b, bounds=(lb, np.full(len(nodes), np.inf)), method="bvls", lsmr_tol="auto").x
     else:
-        node_vals = np.linalg.lstsq(A, b, rcond=None)[0]
+        node_vals = _least_squares(A, b)
     def effective(n: str) -> float:
         return float(node_vals[idx[n]] + sum(node_vals[idx[a]] for a in _ancestors(n, parent)))
 
