@@ -4,7 +4,9 @@ cycles = max(D, P) is fitted by alternating: with the dispatch bounds D fixed, t
 linear, hierarchically shrunk least-squares problem over the rows P binds (key → same key in any 1D/2D
 strategy → family and form → family, deviations penalised relative to the family's size, so a sparse key
 borrows its family's shape); with P fixed, each loop form's D is refitted on the rows it binds (one chunk per
-cycle plus a start and a row term). The shrink strength is chosen by cross-validation grouped by tile shape.
+cycle plus a start and a term for rows of several chunks). The shrink strength is chosen by cross-validation
+grouped by tile shape; each op then takes this form or the smooth form (a5_smooth_fit.py), whichever has the
+lower cross-validated error averaged over SELECTION_SEEDS fold assignments.
 """
 from __future__ import annotations
 
@@ -156,9 +158,15 @@ def _p_value(coef: dict, rows: Rows, i: int) -> float:
     return total + coef.get(f"off|{rows.strategy[i]}", 0.0)
 
 
-def _d_value(D: dict, rows: Rows, i: int) -> float:
-    d0, d1, d2 = D.get(rows.strategy[i], (50.0, 1.0, 0.0))
-    return d0 + d1 * rows.C[i] + d2 * rows.R[i] * (rows.dim[i] == "2d")
+def _multi_rows(rows: Rows) -> np.ndarray:
+    """Rows of two or more chunks per program row (the dispatch bound's row feature, fm.features' p3)."""
+    return fm.features(rows.C, rows.R, rows.dim)["p3"]
+
+
+def _d_values(D: dict, rows: Rows, idx: np.ndarray) -> np.ndarray:
+    """Return the dispatch bound d0 + d1·C + d3·R·m of rows `idx` under per-strategy values D."""
+    d = np.array([D.get(s, (50.0, 1.0, 0.0)) for s in rows.strategy[idx]]).reshape(len(idx), 3)
+    return d[:, 0] + d[:, 1] * rows.C[idx] + d[:, 2] * _multi_rows(rows)[idx]
 
 
 def fit_max(rows: Rows, idx: np.ndarray, shrink: float, iterations: int = 10, pool: str = "family"):
@@ -170,14 +178,14 @@ def fit_max(rows: Rows, idx: np.ndarray, shrink: float, iterations: int = 10, po
     for _ in range(iterations):
         coef = _fit_p(rows, res, shrink, scales, pool)
         P = np.array([_p_value(coef, rows, i) for i in idx])
-        Dv = np.array([_d_value(D, rows, i) for i in idx])
+        Dv = _d_values(D, rows, idx)
         bound = idx[(Dv > P + 0.5) | np.isnan(P)]
         for s in set(rows.strategy[idx]):
             b = bound[rows.strategy[bound] == s]
             two = s.startswith("2d")
             # a loop form's dispatch bound is shared by every op: refit it only from several families' rows
             if len(b) >= (3 if two else 2) and len(set(rows.fam[b])) >= 2:
-                X = np.column_stack([np.ones(len(b))] + ([rows.R[b]] if two else []))
+                X = np.column_stack([np.ones(len(b))] + ([_multi_rows(rows)[b]] if two else []))
                 w = 1 / rows.y[b]
                 lo, hi = [D_START_BOUNDS[0][0]] + ([0.0] if two else []), [D_START_BOUNDS[0][1]] + ([10.0] if two else [])
                 sol = lsq_linear(X * w[:, None], (rows.y[b] - rows.C[b]) * w, bounds=(lo, hi)).x
@@ -191,11 +199,8 @@ def fit_max(rows: Rows, idx: np.ndarray, shrink: float, iterations: int = 10, po
 
 def predict_rows(coef: dict, D: dict, rows: Rows, idx: np.ndarray) -> np.ndarray:
     """Return max(D, P) for rows `idx` (NaN where P has no key or family parameters)."""
-    out = np.empty(len(idx))
-    for j, i in enumerate(idx):
-        p = _p_value(coef, rows, i)
-        out[j] = max(p, _d_value(D, rows, i)) if np.isfinite(p) else np.nan
-    return out
+    P = np.array([_p_value(coef, rows, i) for i in idx])
+    return np.where(np.isfinite(P), np.maximum(P, _d_values(D, rows, idx)), np.nan)
 
 
 @dataclass(frozen=True)
@@ -211,36 +216,61 @@ class A5FormulaFit:
     smooth_ops: tuple[str, ...] = ()  # ops whose keys are written in the smooth form
 
 
+SELECTION_SEEDS = 3  # fold assignments the per-op choice of form is averaged over (one alone flips near-ties)
+
+
+def _fold_prediction(task: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Fit one form on a fold's training rows; return (test rows, their predictions)."""
+    rows, form, shrink, pool, train, test = task
+    if form == "smooth":
+        return test, predict_smooth(fit_smooth(rows, train), rows, test)
+    coef, D = fit_max(rows, train, shrink, pool=pool)
+    return test, predict_rows(coef, D, rows, test)
+
+
+def _cross_validate(rows: Rows, jobs: list[tuple[str, float | None, str | None, np.ndarray]]) -> list[np.ndarray]:
+    """Return the out-of-fold predictions of each (form, shrink, pool, folds) job."""
+    allidx = np.arange(len(rows.y))
+    tasks, owner = [], []
+    for j, (form, shrink, pool, folds) in enumerate(jobs):
+        for f in np.unique(folds):
+            tasks.append((rows, form, shrink, pool, allidx[folds != f], allidx[folds == f]))
+            owner.append(j)
+    out = [np.full(len(rows.y), np.nan) for _ in jobs]
+    for j, (test, pred) in zip(owner, map(_fold_prediction, tasks)):
+        out[j][test] = pred
+    return out
+
+
 def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = "") -> tuple[A5FormulaFit, list[str]]:
     """Fit the A5 formula to the trace's a5 rows; returns (fit, notes on rows that could not be lowered)."""
     trace = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True)
     rows, keep, notes = lower_rows(trace)
     used = trace.iloc[keep].reset_index(drop=True)
     groups = (used["rows"].astype(str) + "x" + used["cols"].astype(str)).to_numpy()
-    folds = grouped_folds(groups, k=min(k, len(set(groups))), seed=seed)
-    allidx = np.arange(len(rows.y))
+    k = min(k, len(set(groups)))
+    folds = grouped_folds(groups, k=k, seed=seed)
+    extra = [grouped_folds(groups, k=k, seed=seed + 1 + i) for i in range(SELECTION_SEEDS - 1)]
+    # the hard-max form's shrink and pooling, and the smooth form, on the reported folds; the smooth form also on
+    # further fold assignments, where the chosen hard-max form joins it below
+    preds = _cross_validate(rows, [("max", shrink, pool, folds) for shrink, pool in CANDIDATES]
+                            + [("smooth", None, None, f) for f in [folds, *extra]])
     results, best = [], None
-    for shrink, pool in CANDIDATES:
-        pred = np.full(len(rows.y), np.nan)
-        for f in np.unique(folds):
-            tr, te = allidx[folds != f], allidx[folds == f]
-            coef, D = fit_max(rows, tr, shrink, pool=pool)
-            pred[te] = predict_rows(coef, D, rows, te)
+    for (shrink, pool), pred in zip(CANDIDATES, preds):
         s = summary(pred, rows.y)
         results.append({"shrink": shrink, "pool": pool, **s})
         if best is None or s["mape"] < best[0]:
             best = (s["mape"], shrink, pool, pred)
     _, shrink, pool, cv_pred = best
-    # the second candidate form, on the same folds; each op takes the form with the lower CV error
-    cv_smooth = np.full(len(rows.y), np.nan)
-    for f in np.unique(folds):
-        tr, te = allidx[folds != f], allidx[folds == f]
-        cv_smooth[te] = predict_smooth(fit_smooth(rows, tr), rows, te)
+    allidx = np.arange(len(rows.y))
+    smooth_preds = preds[len(CANDIDATES):]
+    max_preds = [cv_pred, *_cross_validate(rows, [("max", shrink, pool, f) for f in extra])]
     # a body unseen in training falls back to the family values of the other form, as the written table does
-    cv_smooth = np.where(np.isnan(cv_smooth), cv_pred, cv_smooth)
-    names = np.array([k["name"] for k in rows.keys], dtype=object)
-    smooth_ops = _smooth_winners(names, cv_pred, cv_smooth, rows.y)
+    smooth_preds = [np.where(np.isnan(sp), mp, sp) for sp, mp in zip(smooth_preds, max_preds)]
+    cv_smooth = smooth_preds[0]
     results.append({"shrink": None, "pool": "smooth form", **summary(cv_smooth, rows.y)})
+    names = np.array([k["name"] for k in rows.keys], dtype=object)
+    smooth_ops = _smooth_winners(names, max_preds, smooth_preds, rows.y)
 
     use = np.isin(names, list(smooth_ops))
     cv_pred = np.where(use, cv_smooth, cv_pred)
@@ -252,16 +282,13 @@ def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: st
                         np.array(keep), tuple(sorted(smooth_ops))), notes
 
 
-def _smooth_winners(names: np.ndarray, cv_max: np.ndarray, cv_smooth: np.ndarray, y: np.ndarray) -> set[str]:
-    """Return the ops whose cross-validated MAPE is no higher in the smooth form (a tie goes to the form with
-    fewer parameters per key). Rows a form cannot predict count as 100 %."""
-    out = set()
-    for op in set(names):
-        sel = names == op
-        ape_max, ape_smooth = (np.nan_to_num(np.abs(p[sel] - y[sel]) / y[sel], nan=1.0) for p in (cv_max, cv_smooth))
-        if ape_smooth.mean() <= ape_max.mean():
-            out.add(op)
-    return out
+def _smooth_winners(names: np.ndarray, cv_max: list[np.ndarray], cv_smooth: list[np.ndarray], y: np.ndarray) -> set[str]:
+    """Return the ops whose cross-validated MAPE, averaged over the fold assignments, is no higher in the smooth
+    form (the form whose bodies are shared across loop forms). Rows a form cannot predict count as 100 %."""
+    def mape(preds: list[np.ndarray], sel: np.ndarray) -> float:
+        return float(np.mean([np.nan_to_num(np.abs(p[sel] - y[sel]) / y[sel], nan=1.0).mean() for p in preds]))
+
+    return {op for op in set(names) if mape(cv_smooth, names == op) <= mape(cv_max, names == op)}
 
 
 def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, smooth: SmoothFit | None = None,
@@ -300,9 +327,9 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, 
                     value = float(coef[f"{t}|{fam}|{dim}|mean"]) + (offset if t == "p0" else 0.0)
                     out.append(ParamRow("a5", "vf", "family", fam, "*", "", strategy, "", t, value, None,
                                         int(sel.sum()), None, f"{src}; mean of the family's fitted keys"))
-    for s, (d0, d1, d2) in sorted(D.items()):
+    for s, (d0, d1, d3) in sorted(D.items()):
         n = int((rows.strategy == s).sum())
-        for t, v in zip(fm.D_TERMS, (d0, d1, d2)):
+        for t, v in (("d0", d0), ("d1", d1), ("d3", d3)):  # single-chunk rows run as a flat loop: no row term
             out.append(ParamRow("a5", "vf", "dispatch", "*", "*", "", s, "", t, float(v), None, n, None,
                                 f"{src}; d1 fixed at one chunk per cycle (costmodel.md §8 iteration dispatch)" if t == "d1" else src))
     return out, pd.DataFrame(report)

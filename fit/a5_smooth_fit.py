@@ -1,10 +1,11 @@
 """The A5 formula's second candidate form: a smooth maximum of the bounds, one resource form per op body.
 
     cycles = smax_q(D, P),  smax_q(a, b) = (a^q + b^q)^(1/q)
-    D   = off_s + d0 + d1·C + d2·R + d3·R·m               per 1D/2D shape (dispatch, shared by every op)
-    P   = off_s + a_b + p_b·C + r_b·R + (mr_b·R + mc_b·C)·m  per op body b (op, dtype, dst dtype, variant)
+    D   = off_s + d0 + d1·C + d2·R·s + d3·R·m                per 1D/2D shape (dispatch, shared by every op)
+    P   = off_s + a_b + p_b·C + r_b·R·s + (mr_b·R + mc_b·C)·m  per op body b (op, dtype, dst dtype, variant)
 
-off_s is a start offset per loop form s (post-update or not: the same loop nest, addressed differently).
+s and m mark 2D programs whose rows hold one chunk and several (models/a5_formula.py); off_s is a start offset
+per loop form s (post-update or not: the same loop nest, addressed differently).
 
 Two things differ from the hard-max form of a5_formula_fit.py. The body's resource cost is shared by every
 loop form it is measured in (the body's loads, ops and stores do not change with the loop form; a loop form
@@ -39,8 +40,9 @@ PENALTY = {"r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02}
 # priors of the loop-form offsets: 2D no-post-update is the reference; post-update addressing costs 1-2 cycles
 # more than no-post-update at 10 iterations (costmodel.md §7 table, 1x640 fp32), as in a5_formula_fit
 OFFSET_PRIOR = {"2d-no-post-update": 0.0, "1d-no-post-update": 0.0, "1d-post-update": 1.5}
-# bounds: dispatch start at least VF startup + drain (23 + 12, costmodel.md §8)
-LOWER = {"d0": 35.0, "d1": 0.5, "d2": 0.0, "d3": 0.0, "off": -20.0, "a": 0.0, "p": 0.0, "r": 0.0, "mr": -500.0, "mc": -500.0}
+# bounds: dispatch start at least VF startup + drain (23 + 12, costmodel.md §8); no negative per-chunk or per-row
+# cost (mc changes the per-chunk cost of multi-chunk rows and may be negative)
+LOWER = {"d0": 35.0, "d1": 0.5, "d2": 0.0, "d3": 0.0, "off": -20.0, "a": 0.0, "p": 0.0, "r": 0.0, "mr": 0.0, "mc": -500.0}
 UPPER = {"d0": 120.0, "d1": 3.0, "d2": 30.0, "d3": 30.0, "off": 20.0, "a": 500.0, "p": 1000.0, "r": 500.0, "mr": 500.0, "mc": 500.0}
 START = {"d0": 50.0, "d1": 1.0, "d2": 1.0, "d3": 4.0, "off": 0.0, "a": 40.0, "p": 1.0, "r": 0.0, "mr": 0.0, "mc": 0.0}
 Q_START, Q_RANGE = 8.0, (1.5, 200.0)

@@ -108,7 +108,7 @@ def test_a5_formula_fit_recovers_a_synthetic_max_form():
     I = rng.integers(1, 25, 120).astype(float)
     C = R * I
     p = {"p0": 60.0, "p1": 2.0, "p2": 0.5}
-    d = {"d0": 50.0, "d1": 1.0, "d2": 5.0}
+    d = {"d0": 50.0, "d1": 1.0, "d3": 5.0}  # the dispatch bound's row overhead: rows of two or more chunks
     y, _ = fm.cycles(p, d, C, R, "2d")
     key = {"name": "TADD", "dtype": "f32", "dst_dtype": "", "strategy": "2d-no-post-update", "op_params": ""}
     n = len(y)
@@ -231,3 +231,13 @@ def test_atomic_path_leaves_the_old_file_on_failure(tmp_path):
             tmp.write_text("half written")
             raise RuntimeError("interrupted")
     assert target.read_text() == "old" and list(tmp_path.iterdir()) == [target]
+
+
+def test_a5_formula_row_terms_separate_single_chunk_rows_from_multi_chunk_rows():
+    from costmodel.models import a5_formula as fm
+
+    # 64 rows of one chunk (TMINS f16 64x64, dynamic valid), 20 rows of 20 chunks, and a 1D loop of 64 chunks
+    f = fm.features(np.array([64.0, 400.0, 64.0]), np.array([64.0, 20.0, 1.0]), np.array(["2d", "2d", "1d"]))
+    assert f["p2"].tolist() == [64.0, 0.0, 0.0]  # rows of one chunk run as a flat loop: their own row term
+    assert f["p3"].tolist() == [0.0, 20.0, 0.0] and f["p4"].tolist() == [0.0, 400.0, 0.0]
+    assert f["p1"].tolist() == [64.0, 400.0, 64.0]

@@ -1,15 +1,20 @@
 """A5 formula model: a closed form over the VF plan's trip counts (costmodel.md §3 generalised).
 
-With C the chunks a program executes, R its rows and m = 1 when rows hold two or more chunks (features.py):
+With C the chunks a program executes, R its rows, m = 1 for 2D programs whose rows hold two or more chunks
+and s = 1 for 2D programs whose rows hold one chunk (`features`):
 
     cycles = max(D, P), or the smooth maximum (D^q + P^q)^(1/q) for keys fitted in that form
-    D = d0 + d1·C + d2·R + d3·R·m              dispatch bound, one per loop form (shared by every op)
-    P = p0 + p1·C + p2·R + p3·R·m + p4·C·m     resource bound, per (op, dtype, dst dtype, strategy, variant)
+    D = d0 + d1·C + d2·R·s + d3·R·m            dispatch bound, one per loop form (shared by every op)
+    P = p0 + p1·C + p2·R·s + p3·R·m + p4·C·m   resource bound, per (op, dtype, dst dtype, strategy, variant)
 
-D is the cost of issuing the loop nest (about one chunk per cycle plus a row overhead in 2D no-post-update
-loops); P is what the body's resources make it cost. The upstream `linear` and `nested_loop` forms are the
-special cases p2 = p3 = p4 = 0 and p3 = p4 = 0; the m terms carry the measured step of narrowing conversions
-between one and several chunks per row (costmodel.md §11, §13). Parameters live in data/formula_params.csv:
+D is the cost of issuing the loop nest (about one chunk per cycle plus a row overhead when rows hold several
+chunks); P is what the body's resources make it cost. Rows of one chunk have their own row term because they
+run as a flat loop (costmodel.md §8: single-iteration inner loops are canonicalised away; measured 2D programs of
+one-chunk rows cost the op's 1D per-iteration slope per row — TEXP fp16 3.6, fp32->fp8 12 — not the 7 cycles
+a row of several chunks adds), so a key measured only on multi-chunk rows does not charge that overhead to
+one-chunk rows. The upstream `linear` and `nested_loop` forms are the special cases p2 = p3 = p4 = 0 and
+p2 = p3, p4 = 0; the m terms also carry the measured step of narrowing conversions between one and several
+chunks per row (costmodel.md §11, §13). Parameters live in data/formula_params.csv:
 `scope=dispatch` rows (per strategy) and `scope=op` rows (per key; a key fitted in the smooth form, see
 fit/a5_smooth_fit.py, carries its own d0..d3 and q), plus `scope=family` rows the fit writes
 for keys it never saw (same op and variant, per loop form). A key with neither has no formula estimate;
@@ -57,7 +62,9 @@ def features(C, R, dim) -> dict[str, np.ndarray]:
     R = np.asarray(R, dtype=float)
     two = (np.asarray(dim) == "2d").astype(float)
     m = ((C >= 2 * R) & (two > 0)).astype(float)
-    return {"p0": np.ones_like(C), "p1": C, "p2": R * two, "p3": R * m, "p4": C * m}
+    # rows of one chunk run as a flat loop (VfSim canonicalises single-iteration inner loops, costmodel.md §8; the
+    # measured per-row cost of such 2D programs equals the op's 1D per-iteration slope), so they get their own term
+    return {"p0": np.ones_like(C), "p1": C, "p2": R * (two - m), "p3": R * m, "p4": C * m}
 
 
 def lookup(table: ParamTable, key: dict[str, str]) -> tuple[dict[str, float], dict[str, float], str] | None:
