@@ -285,3 +285,21 @@ def test_cost_model_prices_every_strategy(op, kw):
         p = lower.lower(req, s)
         cycles, breakdown = IntrinsicModel().cost(p)
         assert cycles > 0 and cycles == pytest.approx(sum(v for _, v in breakdown))
+
+
+@settings(max_examples=60, deadline=None)
+@given(dt=st.sampled_from(a2a3_dtypes("TSEL")), data=st.data())
+def test_tsel_verifies_in_every_strategy_with_the_mask_restarting_per_row(dt, data):
+    (rows, cols), (vr, vc) = data.draw(shape_and_valid(BITS[dt]))
+    req = request("TSEL", (rows, cols), dt, "a2a3", valid=(vr, vc))
+    assert_all_strategies_verify(req, seed=data.draw(st.integers(0, 3)))
+    default = lower.strategies(req)[0]
+    calls = [i for i in lower.lower(req, default).body if isinstance(i, VecOp)]
+    # one vsel per row unless the rows form one run of mask bits
+    assert len(calls) == (1 if default == "1LCount" else vr) and {c.intrinsic for c in calls} == {"vsel"}
+
+
+def test_tsel_in_one_call_only_when_the_mask_rows_are_exactly_the_valid_width():
+    assert lower.strategies(request("TSEL", (1, 256), "f32", "a2a3"))[0] == "1LCount"
+    default, legal = lower.strategies(request("TSEL", (4, 64), "f32", "a2a3"))  # mask rows: 32 bytes for 64 bits
+    assert default == "2LCount" and "mask rows" in legal["1LCount"]
