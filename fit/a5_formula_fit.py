@@ -219,26 +219,19 @@ class A5FormulaFit:
 SELECTION_SEEDS = 3  # fold assignments the per-op choice of form is averaged over (one alone flips near-ties)
 
 
-def _fold_prediction(task: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """Fit one form on a fold's training rows; return (test rows, their predictions)."""
-    rows, form, shrink, pool, train, test = task
-    if form == "smooth":
-        return test, predict_smooth(fit_smooth(rows, train), rows, test)
-    coef, D = fit_max(rows, train, shrink, pool=pool)
-    return test, predict_rows(coef, D, rows, test)
-
-
 def _cross_validate(rows: Rows, jobs: list[tuple[str, float | None, str | None, np.ndarray]]) -> list[np.ndarray]:
-    """Return the out-of-fold predictions of each (form, shrink, pool, folds) job."""
+    """Return the out-of-fold predictions of each (form, shrink, pool, folds) job: form "smooth" or "max"."""
     allidx = np.arange(len(rows.y))
-    tasks, owner = [], []
-    for j, (form, shrink, pool, folds) in enumerate(jobs):
+    out = []
+    for form, shrink, pool, folds in jobs:
+        pred = np.full(len(rows.y), np.nan)
         for f in np.unique(folds):
-            tasks.append((rows, form, shrink, pool, allidx[folds != f], allidx[folds == f]))
-            owner.append(j)
-    out = [np.full(len(rows.y), np.nan) for _ in jobs]
-    for j, (test, pred) in zip(owner, map(_fold_prediction, tasks)):
-        out[j][test] = pred
+            train, test = allidx[folds != f], allidx[folds == f]
+            if form == "smooth":
+                pred[test] = predict_smooth(fit_smooth(rows, train), rows, test)
+            else:
+                pred[test] = predict_rows(*fit_max(rows, train, shrink, pool=pool), rows, test)
+        out.append(pred)
     return out
 
 

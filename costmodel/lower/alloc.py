@@ -23,7 +23,7 @@ def allocate(arch: str, tiles: list[tuple[str, Tile]], scratch: list[tuple[str, 
             out.append(Buffer(name, tile, out[0].offset))
             continue
         out.append(Buffer(name, tile, addr, scratch=(name, tile) in list(scratch)))
-        addr += -(-tile.nbytes // align) * align
+        addr += _aligned(tile.nbytes, align)
     if addr > limit:
         raise ShapeError(overflow_message(arch, [(b.name, b.nbytes) for b in out if b.name != alias], addr, limit))
     return tuple(out)
@@ -32,7 +32,11 @@ def allocate(arch: str, tiles: list[tuple[str, Tile]], scratch: list[tuple[str, 
 def ub_need(arch: str, tiles: list[tuple[str, Tile]]) -> int:
     """Return the unified-buffer bytes the tiles take side by side (each rounded up to the UB alignment)."""
     align = constants(arch).ub_align_bytes
-    return sum(-(-t.nbytes // align) * align for _, t in tiles)
+    return sum(_aligned(t.nbytes, align) for _, t in tiles)
+
+
+def _aligned(nbytes: int, align: int) -> int:
+    return -(-nbytes // align) * align
 
 
 def overflow_message(arch: str, used: list[tuple[str, int]], need: int, limit: int) -> str:
