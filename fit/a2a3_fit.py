@@ -23,8 +23,9 @@ from costmodel.models.params import ParamRow, ParamTable, read_table
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
 
-# dtype effects: "none", "shared" (one per-dtype adjustment common to every class), "class" (per class and dtype)
-CANDIDATES = [(shrink, dtypes) for shrink in (0.003, 0.01, 0.03, 0.1, 0.3) for dtypes in ("none", "shared", "class")]
+# dtype effects: "none", "shared" (one per-dtype adjustment common to every class), "class" (per class and dtype),
+# "both" (per class and dtype, shrunk toward a per-dtype adjustment common to every class)
+CANDIDATES = [(shrink, dtypes) for shrink in (0.003, 0.01, 0.03, 0.1, 0.3) for dtypes in ("none", "shared", "class", "both")]
 
 
 def priors() -> ParamTable:
@@ -72,6 +73,8 @@ def columns_of(key: str, dtypes: str) -> list[str]:
         return [f"{base}:{cls}"]
     if dtypes == "class":
         return [f"{base}:{cls}:{dt}"]
+    if dtypes == "both":
+        return [f"{base}:{cls}:{dt}", f"{base}~{dt}"]
     if dtypes == "shared":
         return [f"{base}:{cls}", f"{base}~{dt}"]
     return [f"{base}:{cls}"]
@@ -198,7 +201,7 @@ def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = ""
             pred[te] = fitted.predict(X[te])
         s = summary(pred, y)
         results.append({"shrink": shrink, "dtypes": dtypes, **s})
-        key = (round(s["mape"], 6), -shrink, ("none", "shared", "class").index(dtypes))
+        key = (round(s["mape"], 6), -shrink, ("none", "shared", "class", "both").index(dtypes))
         if best is None or key < best[0]:
             best = (key, shrink, dtypes, pred)
     _, shrink, dtypes, cv_pred = best
@@ -263,7 +266,7 @@ def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, so
             for c in columns:
                 if c.parent == name and c.name in val and nobs.get(c.name, 0):
                     dt = c.name.split(":")[2]
-                    dv = val[c.name]
+                    dv = val[c.name] + val.get(f"{base}~{dt}", 0.0)  # a (class, dtype) row carries the shared shift
                     if base == "start":
                         add("intrinsic", cls, dt, "head", dv * h, None, nobs[c.name], cv_of(c.name))
                         add("intrinsic", cls, dt, "tail", dv * t, None, nobs[c.name], cv_of(c.name))
