@@ -233,11 +233,18 @@ def _block_reduce_tiles(inst, dt, shape, params):
 
 
 def _other_tiles(inst, dt, shape, dst, sv, params):
-    """TSEL (dst, src0, src1, mask); any other family: dst only."""
+    """TSEL (dst, src0, src1, mask); TGATHER index form (dst, src0, idx); any other family: dst only."""
     if inst.name == "TSEL":  # the mask last, so that the first source carries the compute type
         return [("dst", dst), ("src0", _tile(shape, dt, dst.valid, static_valid=sv, name="src0")),
                 ("src1", _tile(shape, dt, dst.valid, static_valid=sv, name="src1")),
                 ("mask", _mask_tile(shape, dst.valid, sv))], params
+    if inst.name == "TGATHER":  # index form: src0 of dst's shape, 4-byte indices (isa.md §4.7)
+        idx = as_dtype(params.pop("idx_dtype", "i32"))
+        if idx.name not in ("i32", "u32"):
+            raise ParamError(f"TGATHER takes index dtype i32/u32 (the index form needs 4-byte indices); got {idx}")
+        params["idx_dtype"] = idx.name
+        return [("dst", dst), ("src0", _tile(shape, dt, dst.valid, static_valid=sv, name="src0")),
+                ("idx", _tile(shape, idx, dst.valid, static_valid=sv, name="idx"))], params
     return [("dst", dst)], params
 
 

@@ -303,3 +303,21 @@ def test_tsel_in_one_call_only_when_the_mask_rows_are_exactly_the_valid_width():
     assert lower.strategies(request("TSEL", (1, 256), "f32", "a2a3"))[0] == "1LCount"
     default, legal = lower.strategies(request("TSEL", (4, 64), "f32", "a2a3"))  # mask rows: 32 bytes for 64 bits
     assert default == "2LCount" and "mask rows" in legal["1LCount"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(dt=st.sampled_from(a2a3_dtypes("TGATHER")), idx=st.sampled_from(["i32", "u32"]), data=st.data())
+def test_tgather_index_form_verifies_with_one_vgather_per_row(dt, idx, data):
+    (rows, cols), (vr, vc) = data.draw(shape_and_valid(BITS[dt]))
+    req = request("TGATHER", (rows, cols), dt, "a2a3", valid=(vr, vc), idx_dtype=idx)
+    assert_all_strategies_verify(req, seed=data.draw(st.integers(0, 3)))
+    calls = [i.intrinsic for i in lower.lower(req, lower.strategies(req)[0]).body if isinstance(i, VecOp)]
+    assert calls == ["vmuls", "vgather"] * vr
+
+
+def test_tgather_costs_about_the_recorded_cycles_per_row_and_needs_four_byte_indices():
+    # costmodel.md 5: TGATHER measured at about 46.6 cycles per row (vmuls + barrier + one vgather per row)
+    e = costmodel.estimate("TGATHER", "8x128", "f32", arch="a2a3")
+    assert 40 <= e.cycles / 8 <= 52 and e.verified
+    with pytest.raises(Exception, match="index dtype i32/u32"):
+        request("TGATHER", (8, 128), "f32", "a2a3", idx_dtype="i16")

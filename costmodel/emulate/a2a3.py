@@ -157,6 +157,20 @@ def _select(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorSt
     ub.write(dst, np.where(bit.astype(bool), a, b), dt)
 
 
+def _gather(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
+    """vgather(dst, src, offsets): each active lane of dst reads the element at src's base plus the lane's u32 byte
+    offset (the operand the TGATHER lowering fills with index x element size; inferred). A repeat covers as many
+    lanes as its 4-byte offsets fill one register with (64), whatever the element width."""
+    dt = as_dtype(op.dtype)
+    act = _active(state, _A.repeat_bytes * 8 // max(dt.bits, 32), op.repeat)
+    if not act.any():
+        return
+    base, offsets = op.srcs
+    off = ub.read(_addresses(bases[offsets.buf], offsets, 4, act.shape)[act], as_dtype("u32")).astype(np.int64)
+    dst = _addresses(bases[op.dst.buf], op.dst, dt.bits // 8, act.shape)[act]
+    ub.write(dst, ub.read(bases[base.buf] + base.offset + off, dt), dt)
+
+
 def _broadcast_blocks(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
     """vbrcb: repeat r reads 8 consecutive elements and fills dst block b of that repeat with element b.
 
@@ -245,7 +259,7 @@ def _barrier(ub: UnifiedBuffer, bases: dict[str, int], op: PipeBarrier, state: V
 KIND_HANDLERS.update({kind: functools.partial(_elementwise, kind=kind)
                       for kind in ("unary", "binary", "scalar", "dup", "convert")})
 KIND_HANDLERS.update({"block_reduce": _block_reduce, "compare": _compare, "select": _select,
-                      "brcb": _broadcast_blocks})
+                      "brcb": _broadcast_blocks, "gather": _gather})
 HANDLERS.update({
     VecOp: _vec_op,
     SetMaskMode: _set_mask_mode,

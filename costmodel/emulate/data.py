@@ -14,9 +14,12 @@ def _int_range(dt: DType, lo: int, hi: int) -> tuple[int, int]:
 def sample(dt: DType, shape: tuple[int, ...], domain: str, rng: np.random.Generator, role: str = "value") -> np.ndarray:
     """Return an array of `dt` for an operand playing `role`.
 
-    Roles: 'value', 'divisor' (never 0), 'shift', 'exponent', and 'integral' / 'integral_divisor': integers in
-    [-100, 100) even for float types, 0 replaced by 1 for a divisor (the upstream tfmods data, isa.md §8).
+    Roles: 'value', 'divisor' (never 0), 'shift', 'exponent', 'index' (a flat element index into a tile of the
+    same shape: 0 .. size-1), and 'integral' / 'integral_divisor': integers in [-100, 100) even for float types,
+    0 replaced by 1 for a divisor (the upstream tfmods data, isa.md §8).
     """
+    if role == "index":
+        return rng.integers(0, int(np.prod(shape)), size=shape, dtype=np.int64).astype(dt.np)
     if role.startswith("integral"):
         lo, hi = _int_range(dt, -100, 100) if dt.is_integer else (-100, 100)
         x = rng.integers(lo, hi, size=shape, dtype=np.int64)

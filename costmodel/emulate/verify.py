@@ -36,6 +36,7 @@ class Verification:
 
 _ROLES = {  # which operand of a kernel gets a special input domain
     "div": {"src1": "divisor", "src": "divisor"},
+    "gather": {"idx": "index"},
     # fmod/rem: integer-valued data as in the upstream tfmods tests (isa.md §8), so a quotient is never within
     # rounding of an integer it does not reach (the fp32 a - trunc(a/b)*b path would then be off by b, isa.md §4)
     "rem": {"src": "integral", "src0": "integral", "src1": "integral_divisor"},

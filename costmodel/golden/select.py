@@ -1,4 +1,4 @@
-"""TSEL semantics (isa.md §4.5): dst = src0 where the mask bit is 1, else src1, over the dst valid region.
+"""TSEL semantics (isa.md §4.5) and the TGATHER index form (§4.7): dst = src0 where the mask bit is 1, else src1, over the dst valid region.
 
 `golden("TSEL", src0, src1, mask, valid=...)`: the operands in request order (the mask tile last).
 
@@ -39,4 +39,20 @@ def _select(inst, operands, valid, out, params):
     pick = mask_bits(mask, vr, vc, params.get("mask_layout", "row"), params.get("mask_valid_cols"))
     dst = _blank(src0.shape, src0.dtype, out)
     dst[:vr, :vc] = np.where(pick, src0[:vr, :vc], src1[:vr, :vc])
+    return dst
+
+
+@register("gather_scatter")
+def _gather(inst, operands, valid, out, params):
+    """TGATHER index form (isa.md §4.7): dst[i, j] = src0_flat[idx[i, j]] (src0 flattened over its physical
+    columns); an index outside src0 gives 0, as on the CPU (the NPU leaves it undefined)."""
+    if inst.name != "TGATHER":
+        raise NotModelledError(f"no golden semantics for {inst.name} yet")
+    src0, idx = (np.asarray(a) for a in operands)
+    vr, vc = _region(valid, idx.shape)
+    flat = src0.reshape(-1)
+    i = idx[:vr, :vc].astype(np.int64)
+    inside = (i >= 0) & (i < flat.size)
+    dst = _blank(idx.shape, src0.dtype, out)
+    dst[:vr, :vc] = np.where(inside, flat[np.clip(i, 0, flat.size - 1)], np.zeros((), src0.dtype))
     return dst

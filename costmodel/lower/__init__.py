@@ -23,6 +23,7 @@ _MODULES = {
     ("a2a3", "row_expand_binary"): "costmodel.lower.a2a3.rowexpand",
     ("a2a3", "block_reduce"): "costmodel.lower.a2a3.blockreduce",
     ("a2a3", "compare_select"): "costmodel.lower.a2a3.select",
+    ("a2a3", "gather_scatter"): "costmodel.lower.a2a3.gather",
 }
 
 

@@ -112,9 +112,14 @@ def one_level_norm(step: Step, n: int) -> list:
     return out
 
 
+def count_call(step: Step, row: int) -> VecOp:
+    """One counter-mode call (repeat argument 0) over row `row` of every stream."""
+    return _call(step, 0, 0, row)
+
+
 def two_level_count(step: Step, vr: int, vc: int) -> list:
     """Counter mode with count vc, one call per row."""
-    return ([SetMaskMode("count"), SetVectorMask(0, vc)] + [_call(step, 0, 0, r) for r in range(vr)]
+    return ([SetMaskMode("count"), SetVectorMask(0, vc)] + [count_call(step, r) for r in range(vr)]
             + [SetMaskMode("norm"), SetVectorMask(*FULL_MASK)])
 
 
