@@ -203,7 +203,7 @@ def ops(
         render.emit_json({"instructions": [
             {"name": i.name, "family": i.family, "pipe": i.pipe, "summary": i.summary,
              **{f"{a}_dtypes": list(i.dtypes_on(a)) for a in archs},
-             **{f"{a}_modelled": modelled(a, i.family) for a in archs}} for i in rows]})
+             **{f"{a}_modelled": modelled(a, i.family, i.name) for a in archs}} for i in rows]})
         return
     from rich.table import Table
 
@@ -214,7 +214,7 @@ def ops(
         t.add_column(f"{a} dtypes")
     t.add_column("modelled")
     for i in rows:
-        mod = ",".join(a for a in archs if modelled(a, i.family)) or "-"
+        mod = ",".join(a for a in archs if modelled(a, i.family, i.name)) or "-"
         t.add_row(i.name, i.family, *(" ".join(i.dtypes_on(a)) or "-" for a in archs), mod)
     render.console().print(t)
 

@@ -87,6 +87,11 @@ def test_ops_lists_the_catalogue():
     doc = json.loads(r.stdout)
     names = {i["name"] for i in doc["instructions"]}
     assert "TMINS" in names and "TMATMUL_MX" not in names
+    # "modelled" is per op: a family's lowering may cover only some of its ops
+    modelled = {i["name"]: i["a2a3_modelled"] for i in doc["instructions"]}
+    assert modelled["TSEL"] and modelled["TGATHER"] and not modelled["TSELS"] and not modelled["TGATHERB"]
+    a5 = {i["name"]: i["a5_modelled"] for i in json.loads(run("ops", "--arch", "a5", "--json").stdout)["instructions"]}
+    assert a5["TSEL"] and a5["TCVT"] and not a5["TSELS"] and not a5["TGATHER"] and not a5["TPARTARGMAX"]
 
 
 def test_compare_across_arches_lists_both():

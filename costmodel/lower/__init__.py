@@ -73,9 +73,14 @@ def lower(req: Request, strategy: str | None = None) -> Plan:
     return _module(req).lower(req, strategy)
 
 
-def modelled(arch: str, family: str) -> bool:
-    """Whether a lowering exists for `family` on `arch`."""
-    return (arch, family) in _MODULES
+def modelled(arch: str, family: str, op: str | None = None) -> bool:
+    """Whether a lowering exists for `family` on `arch` (and, given `op`, lowers that op: a module covering only
+    some ops of its family says which through `lowers(op)`)."""
+    name = _MODULES.get((arch, family))
+    if name is None or op is None:
+        return name is not None
+    lowers = getattr(importlib.import_module(name), "lowers", None)
+    return lowers is None or lowers(op)
 
 
 _A5_FAMILIES = ("unary", "binary", "binary_scalar", "partial", "col_expand", "col_expand_binary", "row_expand",

@@ -23,7 +23,7 @@ from ..alloc import alias_source, allocate
 from . import dispatch
 from .forms import Counter, Gen, Kernel, Mem, Segment, Stream, emit
 from .program import Regs, compile_block, compile_sequence
-from .table import convert_row, op_row, sequence
+from .table import convert_row, modelled_ops, op_row, sequence
 
 VL_BITS = constants("a5").vl_bytes * 8
 
@@ -178,6 +178,11 @@ def segments(req: Request, strategy: str) -> list[Segment]:
     if req.family == "partial":
         return partial_segments(req)
     return [Segment(elementwise_kernel(req), 0, vr, vc)]
+
+
+def lowers(op: str) -> bool:
+    """Whether some A5 request of `op` has a lowering here (a body row in data/a5_ops.csv, or TCVT)."""
+    return op in modelled_ops() and op not in ("TPARTARGMAX", "TPARTARGMIN")
 
 
 def check_modelled(req: Request) -> None:
