@@ -65,7 +65,6 @@ class SmoothFit:
     offset: dict[str, float]
     body: dict[str, dict[str, float]]
     q: float
-    families: dict[str, int]  # op families each loop form was fitted from
 
     def params(self, key: dict[str, str]) -> tuple[dict[str, float], dict[str, float]] | None:
         """Return (P coefficients p0..p4, D coefficients d0..d3 and q) for a key, or None if its body or form is
@@ -136,11 +135,10 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.03, jac_sparsity=J.tocsr(),
                         max_nfev=3000, ftol=1e-6, x_scale="jac")
     Dv, off, B, lq = split(sol.x)
-    fams = {s: len({keys[i]["name"] for i in np.flatnonzero(si == j)}) for j, s in enumerate(strategies)}
     return SmoothFit({d: dict(zip(DISPATCH_TERMS, map(float, Dv[:, j]))) for j, d in enumerate(dims)},
                      {s: float(off[j]) for j, s in enumerate(strategies)},
                      {b: dict(zip(BODY_TERMS, map(float, B[:, j]))) for j, b in enumerate(bodies)},
-                     float(np.exp(lq)), fams)
+                     float(np.exp(lq)))
 
 
 def predict_smooth(fit: SmoothFit, rows, idx: np.ndarray) -> np.ndarray:

@@ -241,3 +241,16 @@ def test_a5_formula_row_terms_separate_single_chunk_rows_from_multi_chunk_rows()
     assert f["p2"].tolist() == [64.0, 0.0, 0.0]  # rows of one chunk run as a flat loop: their own row term
     assert f["p3"].tolist() == [0.0, 20.0, 0.0] and f["p4"].tolist() == [0.0, 400.0, 0.0]
     assert f["p1"].tolist() == [64.0, 400.0, 64.0]
+
+
+def test_a5_form_choice_keeps_the_smooth_form_unless_the_hard_form_is_clearly_better():
+    from fit.a5_formula_fit import _smooth_winners
+
+    rng = np.random.default_rng(0)
+    y = np.full(40, 100.0)
+    names = np.array(["CLEAR"] * 20 + ["TIE"] * 20, dtype=object)
+    hard = y + rng.normal(0, 2, 40)
+    smooth = hard + np.r_[np.full(20, 8.0), 0.5, -0.3, np.zeros(18)]  # CLEAR: 8 % worse; TIE: two rows differ
+    assert _smooth_winners(names, [hard], [smooth], y) == {"TIE"}
+    # over several fold assignments the per-row errors are averaged first
+    assert _smooth_winners(names, [hard, hard], [smooth, hard], y) == {"TIE"}
