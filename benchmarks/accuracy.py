@@ -5,8 +5,8 @@
 For each measured file: 5-fold cross-validation grouped by tile shape (a shape's rows are never in both
 train and test), reported per op and overall (MAPE, median and worst APE, share within 5 %), the same
 numbers in-sample with the shipped parameters, Kendall tau of the predicted vs measured order of strategies
-measured on the same shape, and the fit time; for A5 also a nested cross-validation (the fit's own choice of
-form and shrink made inside each outer fold: the figure without selection bias). The A5 pipeline model's cross-validation and leave-one-op-out
+measured on the same shape, and the fit time; then a nested cross-validation (the fit's own choices made inside
+each outer fold: the figure without selection bias). The A5 pipeline model's cross-validation and leave-one-op-out
 figures are in benchmarks/a5_pipeline.py (slower: it refits a simulator per fold). Skips cleanly when
 ../shared/measured is absent.
 """
@@ -82,28 +82,34 @@ def run(arch: str, path: Path, k: int) -> None:
     print(worst.nlargest(8, "ape")[cols].to_string(index=False))
 
 
-def nested_a5(path: Path, k: int) -> None:
-    """Outer k-fold CV grouped by shape around the whole A5 fit, its own form and shrink selection included: the
-    fit never sees a held-out shape, not even to choose its form, so this is the honest generalisation figure."""
+def nested(arch: str, path: Path, k: int) -> None:
+    """Outer k-fold CV grouped by shape around the whole fit, its own choices (A5: form and shrink; A2/A3: shrink
+    and dtype effects) made inside each outer fold: the fit never sees a held-out shape, not even to choose, so
+    this is the figure without selection bias."""
     import numpy as np
 
     from costmodel import lower
     from costmodel.errors import PtoCostError
-    from costmodel.models.a5_formula import A5FormulaModel
-    from costmodel.models.a5_pipeline import PipelineModel
     from costmodel.models.params import ParamTable
-    from fit.a5_formula_fit import fit_a5_formula
     from fit.linear import grouped_folds
     from fit.traces import check_trace, read_trace, trace_request
 
+    if arch == "a5":
+        from costmodel.models.a5_formula import A5FormulaModel as Model
+        from costmodel.models.a5_pipeline import PipelineModel
+        from fit.a5_formula_fit import fit_a5_formula as fit_arch
+    else:
+        from costmodel.models.a2a3_intrinsic import IntrinsicModel as Model
+        from fit.a2a3_fit import fit_a2a3 as fit_arch
+
     trace, _ = check_trace(read_trace(path))
-    trace = trace[trace["arch"] == "a5"].reset_index(drop=True)
+    trace = trace[trace["arch"] == arch].reset_index(drop=True)
     folds = grouped_folds((trace["rows"].astype(str) + "x" + trace["cols"].astype(str)).to_numpy(), k=k, seed=0)
     pred = np.full(len(trace), np.nan)
     t0 = time.perf_counter()
     for f in range(k):
-        fit, _ = fit_a5_formula(trace[folds != f].reset_index(drop=True), k=k)
-        model = A5FormulaModel(ParamTable(list(fit.rows)))
+        fit, _ = fit_arch(trace[folds != f].reset_index(drop=True), k=k)
+        model = Model(ParamTable(list(fit.rows)))
         for i in np.flatnonzero(folds == f):
             try:
                 plan = lower.lower(trace_request(trace.iloc[i])[0])
@@ -111,10 +117,10 @@ def nested_a5(path: Path, k: int) -> None:
                 continue
             try:
                 pred[i] = model.cost(plan)[0]
-            except PtoCostError:  # no formula parameters for the key: the auto model's pipeline fallback
+            except PtoCostError:  # A5: no formula parameters for the key, the auto model's pipeline fallback
                 pred[i] = PipelineModel().cost(plan)[0]
     used = trace.assign(cv_cycles=pred)[np.isfinite(pred)]
-    print(f"\n=== a5 formula model, nested {k}-fold CV (form and shrink chosen inside each outer fold; "
+    print(f"\n=== {arch} formula model, nested {k}-fold CV (choices made inside each outer fold; "
           f"{time.perf_counter() - t0:.0f} s)")
     with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
         print(_table(used, "cv_cycles").rename(columns=lambda c: c.replace("_ape", "")).to_string(index=False))
@@ -123,7 +129,7 @@ def nested_a5(path: Path, k: int) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--k", type=int, default=5)
-    ap.add_argument("--no-nested", action="store_true", help="skip the nested cross-validation of the A5 fit")
+    ap.add_argument("--no-nested", action="store_true", help="skip the nested cross-validation (about 2 minutes)")
     args = ap.parse_args()
     if not MEASURED.is_dir():
         print(f"skipped: {MEASURED} is not present")
@@ -132,8 +138,8 @@ def main() -> int:
         path = MEASURED / name
         if path.exists():
             run(arch, path, args.k)
-            if arch == "a5" and not args.no_nested:
-                nested_a5(path, args.k)
+            if not args.no_nested:
+                nested(arch, path, args.k)
     return 0
 
 
