@@ -319,7 +319,8 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, 
         report.append({"parameter": k0, "n_obs": n, "cv_mape": cv,
                        **{t: (float(coef[f"{t}|{k0}"]) if t in terms else 0.0) for t in fm.P_TERMS}})
     strategies = {"1d": ("1d-post-update", "1d-no-post-update"), "2d": ("2d-post-update", "2d-no-post-update")}
-    for fam in sorted(set(rows.fam)):
+    smooth_fams = {f for f, k in zip(rows.fam, rows.keys) if k["name"] in smooth_ops}
+    for fam in sorted(set(rows.fam) - smooth_fams):
         for dim in ("1d", "2d"):
             if f"p0|{fam}|{dim}|mean" not in coef:
                 continue
@@ -377,4 +378,24 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
         label = member if body == member else f"{member} (curve {body})"
         report.append({"parameter": f"{label} (smooth, all forms)", "n_obs": n, "cv_mape": cv,
                        **{t: v for t, v in smooth.params({**key, "strategy": sorted(measured)[0]})[0].items()}})
+    # a key nobody measured (another dtype of a measured op) falls back to its family: the op's body measured on
+    # most rows, in every loop form — a 256-byte chunk is the same work whatever the element type (measured:
+    # TADD f16 1x1280 and f32 1x640, ten chunks each, cost 67 cycles alike; so do TMINS f16 and f32, 64)
+    best: dict[str, tuple[int, dict]] = {}
+    for member, key in seen.items():
+        n = len(body_rows[body_of(key)])
+        fam = fm.family_of(key)
+        if n > best.get(fam, (0, {}))[0]:
+            best[fam] = (n, key)
+    for fam, (n, key) in sorted(best.items()):
+        dims = {key["strategy"][:2]} if key["name"] in PER_FORM_BODIES else {"1d", "2d"}
+        for strategy in [s for d in sorted(dims) for s in forms[d]]:
+            got = smooth.params({**key, "strategy": strategy})
+            if got is None:
+                continue
+            values = {**got[0], **got[1]}
+            terms = list(fm.P_TERMS if strategy.startswith("2d") else fm.P_TERMS[:2]) + list(fm.D_TERMS) + ["q"]
+            for t in terms:
+                out.append(ParamRow("a5", "vf", "family", fam, "*", "", strategy, "", t, float(values[t]), None, n,
+                                    None, f"{src}; smooth-form body of {key['dtype']} (the family's most measured)"))
     return out, report

@@ -160,6 +160,17 @@ def test_a5_smooth_fit_recovers_a_shared_body_across_loop_forms():
     assert got is not None
     want, _ = fm.cycles({"p0": 45.0, "p1": 1.1}, {**truth_d["1d-post-update"], "q": 8.0}, 40.0, 1.0, "1d")
     assert abs(float(fm.cycles(*got, 40.0, 1.0, "1d")[0]) - float(want)) / float(want) < 0.03
+    # written to a table, an unmeasured dtype of a measured op (TMINS f16) falls back to its family: the op's
+    # measured body with its own dispatch bound and q, in every loop form
+    from costmodel.models.params import ParamTable
+    from fit.a5_formula_fit import _smooth_rows
+
+    table = ParamTable(_smooth_rows(fit, rows, np.zeros(len(y)), "synthetic", {"TADD", "TEXP", "TMINS"})[0])
+    f16 = {"name": "TMINS", "dtype": "f16", "dst_dtype": "", "strategy": "2d-no-post-update", "op_params": ""}
+    p16, d16, src = fm.lookup(table, f16)
+    assert src == "family TMINS" and "q" in d16
+    p32, d32 = fit.params({**f16, "dtype": "f32"})
+    assert float(fm.cycles(p16, d16, 200.0, 10.0, "2d")[0]) == pytest.approx(float(fm.cycles(p32, d32, 200.0, 10.0, "2d")[0]))
 
 
 def test_smooth_max_lies_between_the_max_and_its_q_root_bound():

@@ -83,10 +83,13 @@ def lookup(table: ParamTable, key: dict[str, str]) -> tuple[dict[str, float], di
                 own[t] = row.value
     if not p:
         fam = family_of(key)
-        for t in P_TERMS:
+        for t in P_TERMS + D_TERMS + ("q",):  # a smooth-form family row carries its own d0..d3 and q
             row = table.lookup("a5", "vf", "family", fam, t, strategy=key["strategy"])
             if row is not None and row.name == fam and row.strategy == key["strategy"]:
-                p[t], src = row.value, f"family {fam}"
+                if t in P_TERMS:
+                    p[t], src = row.value, f"family {fam}"
+                else:
+                    own[t] = row.value
     if not p:
         return None
     if p and own:
