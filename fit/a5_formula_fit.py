@@ -360,7 +360,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     for member, key in sorted(seen.items()):
         body = body_of(key)
         idx = body_rows[body]
-        n, cv = len(idx), float(np.nanmean(ape[idx]))
+        n, cv = len(idx), (float(np.nanmean(ape[idx])) if np.isfinite(ape[idx]).any() else None)
         measured = {rows.keys[i]["strategy"] for i in idx}
         # a body shared by both shapes of loop predicts all four forms; a per-form body only its own shape's
         dims = {s[:2] for s in measured} if key["name"] in PER_FORM_BODIES else {"1d", "2d"}
