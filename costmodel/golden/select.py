@@ -1,4 +1,5 @@
-"""TSEL semantics (isa.md §4.5) and the TGATHER index form (§4.7): dst = src0 where the mask bit is 1, else src1, over the dst valid region.
+"""TSEL semantics (isa.md §4.5): dst = src0 where the mask bit is 1, else src1, over the dst valid region; and
+the TGATHER index form (§4.7, `_gather`).
 
 `golden("TSEL", src0, src1, mask, valid=...)`: the operands in request order (the mask tile last).
 

@@ -11,7 +11,6 @@ from ...errors import NotModelledError
 from ...isa_a2a3 import FULL_MASK, PipeBarrier, SetMaskMode, SetVectorMask
 from ...plan import Plan
 from ...request import Request
-from ...tiles import Tile
 from ..alloc import allocate
 from . import modes
 from .broadcast import stream
@@ -41,9 +40,7 @@ def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
 def lower(req: Request, strategy: str) -> Plan:
     """Return the TGATHER plan (see module docstring)."""
     _check(req)
-    idx = req.tile("idx")
-    offsets = Tile(idx.rows, idx.cols, idx.dtype, idx.valid_rows, idx.valid_cols)
-    buffers = allocate("a2a3", list(req.tiles), [("tmp", offsets)])
+    buffers = allocate("a2a3", list(req.tiles), [("tmp", req.tile("idx"))])  # byte offsets: a tile like idx
     streams = {b.name: stream(b, broadcast=b.name == "src0") for b in buffers}  # offsets count from src0's base
     to_bytes, gather = build(steps_for(req.op, "offsets") + steps_for(req.op, "gather"), streams,
                              req.dst.dtype.bits // 8)
