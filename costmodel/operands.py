@@ -294,7 +294,7 @@ def _arch_rules(inst, arch, dt, tiles, params):
                              f"accepted: {', '.join(accepted) or 'default'}")
         if not dt.is_float:
             raise ParamError(f"{inst.name} high_precision is a float algorithm; {dt} takes precision=default")
-    if "precision" in params:
+    if "precision" in params or (arch == "a5" and inst.name in PRECISIONS):  # the variant is part of the A5 key
         params["precision"] = precision or "default"
     if "src_valid" in params:
         tiles = _src_valid(inst, arch, tiles, params.pop("src_valid"))

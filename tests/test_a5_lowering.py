@@ -357,3 +357,13 @@ def test_auto_model_falls_back_to_the_pipeline_without_formula_parameters():
     assert costmodel.estimate("TABS", "1x640", "f32", arch="a5", model="pipeline", verify=False).cycles == unmeasured.cycles
     with pytest.raises(costmodel.PtoCostError, match="no A5 formula parameters"):
         costmodel.estimate("TABS", "1x640", "f32", arch="a5", model="formula", verify=False)
+
+
+def test_trecip_without_a_precision_is_the_default_variant():
+    # costmodel.md §3 step 6: TRECIP's op_params default to `default`; the variant is part of the formula key
+    import costmodel
+
+    bare = costmodel.estimate("TRECIP", "1x640", "f32", arch="a5", verify=False)
+    named = costmodel.estimate("TRECIP", "1x640", "f32", arch="a5", precision="default", verify=False)
+    assert dict(bare.request.params)["precision"] == "default"
+    assert (bare.model, bare.cycles) == (named.model, named.cycles)
