@@ -163,29 +163,31 @@ def _multi_rows(rows: Rows) -> np.ndarray:
     return fm.features(rows.C, rows.R, rows.dim)["p3"]
 
 
-def _d_values(D: dict, rows: Rows, idx: np.ndarray) -> np.ndarray:
-    """Return the dispatch bound d0 + d1·C + d3·R·m of rows `idx` under per-strategy values D."""
+def _d_values(D: dict, rows: Rows, idx: np.ndarray, multi: np.ndarray) -> np.ndarray:
+    """Return the dispatch bound d0 + d1·C + d3·R·m of rows `idx` under per-strategy values D (`multi`:
+    `_multi_rows(rows)`)."""
     d = np.array([D.get(s, (50.0, 1.0, 0.0)) for s in rows.strategy[idx]]).reshape(len(idx), 3)
-    return d[:, 0] + d[:, 1] * rows.C[idx] + d[:, 2] * _multi_rows(rows)[idx]
+    return d[:, 0] + d[:, 1] * rows.C[idx] + d[:, 2] * multi[idx]
 
 
 def fit_max(rows: Rows, idx: np.ndarray, shrink: float, iterations: int = 10, pool: str = "family"):
     """Alternate P and D fits on rows `idx`; returns (P coefficients, D per strategy)."""
     scales = _family_scales(rows, idx)
+    multi = _multi_rows(rows)
     D = {s: D_START.get(s, (50.0, 1.0, 1.0 if s.startswith("2d") else 0.0)) for s in set(rows.strategy)}
     res = idx
     coef: dict = {}
     for _ in range(iterations):
         coef = _fit_p(rows, res, shrink, scales, pool)
         P = np.array([_p_value(coef, rows, i) for i in idx])
-        Dv = _d_values(D, rows, idx)
+        Dv = _d_values(D, rows, idx, multi)
         bound = idx[(Dv > P + 0.5) | np.isnan(P)]
         for s in set(rows.strategy[idx]):
             b = bound[rows.strategy[bound] == s]
             two = s.startswith("2d")
             # a loop form's dispatch bound is shared by every op: refit it only from several families' rows
             if len(b) >= (3 if two else 2) and len(set(rows.fam[b])) >= 2:
-                X = np.column_stack([np.ones(len(b))] + ([_multi_rows(rows)[b]] if two else []))
+                X = np.column_stack([np.ones(len(b))] + ([multi[b]] if two else []))
                 w = 1 / rows.y[b]
                 lo, hi = [D_START_BOUNDS[0][0]] + ([0.0] if two else []), [D_START_BOUNDS[0][1]] + ([10.0] if two else [])
                 sol = lsq_linear(X * w[:, None], (rows.y[b] - rows.C[b]) * w, bounds=(lo, hi)).x
@@ -200,7 +202,7 @@ def fit_max(rows: Rows, idx: np.ndarray, shrink: float, iterations: int = 10, po
 def predict_rows(coef: dict, D: dict, rows: Rows, idx: np.ndarray) -> np.ndarray:
     """Return max(D, P) for rows `idx` (NaN where P has no key or family parameters)."""
     P = np.array([_p_value(coef, rows, i) for i in idx])
-    return np.where(np.isfinite(P), np.maximum(P, _d_values(D, rows, idx)), np.nan)
+    return np.where(np.isfinite(P), np.maximum(P, _d_values(D, rows, idx, _multi_rows(rows))), np.nan)
 
 
 @dataclass(frozen=True)
