@@ -182,7 +182,7 @@ def segments(req: Request, strategy: str) -> list[Segment]:
 
 def lowers(op: str) -> bool:
     """Whether some A5 request of `op` has a lowering here (a body row in data/a5_ops.csv, or TCVT)."""
-    return op in modelled_ops() and op not in ("TPARTARGMAX", "TPARTARGMIN")
+    return op in modelled_ops()
 
 
 def check_modelled(req: Request) -> None:
