@@ -26,7 +26,7 @@ from .metrics import summary
 # candidates: shrink strength × what the top of the hierarchy pools (the op family across 1D/2D, or all
 # families of the same 1D/2D form)
 CANDIDATES = [(shrink, pool) for shrink in (0.003, 0.01) for pool in ("family", "dimension")]
-BASE_SCALE = {"p0": 20.0, "p1": 1.0, "p2": 3.0, "p3": 10.0, "p4": 10.0}
+BASE_SCALE = {"p0": 20.0, "p1": 1.0, "p2": 3.0, "p3": 10.0, "p4": 10.0, "p5": 3.0}
 # a start-up offset shared by every key of a loop form; its prior is the reference's measured effect of post-update
 # addressing: NO_POST_UPDATE runs 1-2 cycles faster at 10 iterations (costmodel.md §7 table, 1x640 fp32)
 STRATEGY_OFFSET = {"1d-post-update": 1.5, "1d-no-post-update": 0.0}
@@ -312,7 +312,7 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, 
             continue
         cv = float(np.nanmean(ape[sel])) if np.isfinite(ape[sel]).any() else None
         n = int(sel.sum())
-        terms = fm.P_TERMS if key["strategy"].startswith("2d") else fm.P_TERMS[:2]  # 1D: no row features
+        terms = fm.TERMS[key["strategy"][:2]]
         offset = coef.get(f"off|{key['strategy']}", 0.0)
         for t in terms:
             value = float(coef[f"{t}|{k0}"]) + (offset if t == "p0" else 0.0)
@@ -329,7 +329,7 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, 
             sel = (rows.fam == fam) & (rows.dim == dim)
             for strategy in strategies[dim]:
                 offset = coef.get(f"off|{strategy}", STRATEGY_OFFSET.get(strategy, 0.0))
-                for t in (fm.P_TERMS if dim == "2d" else fm.P_TERMS[:2]):
+                for t in fm.TERMS[dim]:
                     value = float(coef[f"{t}|{fam}|{dim}|mean"]) + (offset if t == "p0" else 0.0)
                     out.append(ParamRow("a5", "vf", "family", fam, "*", "", strategy, "", t, value, None,
                                         int(sel.sum()), None, f"{src}; mean of the family's fitted keys"))
@@ -372,7 +372,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             if got is None:
                 continue
             p, d = got
-            terms = list(fm.P_TERMS if strategy.startswith("2d") else fm.P_TERMS[:2]) + list(fm.D_TERMS) + ["q"]
+            terms = list(fm.TERMS[strategy[:2]]) + list(fm.D_TERMS) + ["q"]
             note = src if strategy in measured else f"{src}; body measured in {', '.join(sorted(measured))} only"
             for t in terms:
                 out.append(ParamRow("a5", "vf", "op", k["name"], k["dtype"], k["dst_dtype"], strategy, k["op_params"],
@@ -396,7 +396,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             if got is None:
                 continue
             values = {**got[0], **got[1]}
-            terms = list(fm.P_TERMS if strategy.startswith("2d") else fm.P_TERMS[:2]) + list(fm.D_TERMS) + ["q"]
+            terms = list(fm.TERMS[strategy[:2]]) + list(fm.D_TERMS) + ["q"]
             for t in terms:
                 out.append(ParamRow("a5", "vf", "family", fam, "*", "", strategy, "", t, float(values[t]), None, n,
                                     None, f"{src}; smooth-form body of {key['dtype']} (the family's most measured)"))

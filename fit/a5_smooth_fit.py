@@ -2,9 +2,9 @@
 
     cycles = smax_q(D, P),  smax_q(a, b) = (a^q + b^q)^(1/q)
     D   = off_s + d0 + d1·C + d2·R·s + d3·R·m                per 1D/2D shape (dispatch, shared by every op)
-    P   = off_s + a_b + p_b·C + r_b·R·s + (mr_b·R + mc_b·C)·m  per op body b (op, dtype, dst dtype, variant)
+    P   = off_s + a_b + p_b·C + r_b·R·s + (mr_b·R + mc_b·C)·m + f_b·f  per op body b (op, dtype, dst dtype, variant)
 
-s and m mark 2D programs whose rows hold one chunk and several (models/a5_formula.py); off_s is a start offset
+s and m mark 2D programs whose rows hold one chunk and several, f a 1D program of one chunk (models/a5_formula.py); off_s is a start offset
 per loop form s (post-update or not: the same loop nest, addressed differently).
 
 Two things differ from the hard-max form of a5_formula_fit.py. The body's resource cost is shared by every
@@ -17,8 +17,10 @@ extrapolated from either side), which a hard max cannot express; q is fitted glo
 Bodies of the ops in PER_FORM_BODIES are per family (equal widths share a curve, costmodel.md §9) and 1D/2D
 form, with free multi-chunk terms m: a TCVT program differs between its 1D and 2D forms (costmodel.md §7:
 DEFAULT resolves to no-post-update in 1D, post-update in 2D) and its 2D cost steps between one and several
-chunks per row (costmodel.md §13).
-Other bodies' m terms and row terms are pulled toward zero.
+chunks per row (costmodel.md §13); their flat-program terms f are only lightly pulled toward zero (measured:
+a one-chunk widening conversion costs more than its loop's trend, models/a5_formula.py).
+Other bodies' m, f and row terms are pulled toward zero. (A per-form body for fp32 TSEL, whose 1D and 2D
+programs also differ, §3 step 6, was worse under grouped CV: six rows cannot pin two bodies.)
 """
 from __future__ import annotations
 
@@ -32,19 +34,21 @@ from costmodel.models.a5_formula import cycles, family_of, features, smooth_max
 
 PER_FORM_BODIES = ("TCVT",)
 DISPATCH_TERMS = ("d0", "d1", "d2", "d3")
-BODY_TERMS = ("a", "p", "r", "mr", "mc")
+BODY_TERMS = ("a", "p", "r", "mr", "mc", "f")
 # penalty weights (per unit of the parameter, against relative residuals): row terms, multi-chunk terms of
 # bodies that should not have them, loop-form offsets away from their priors, dispatch slope away from one
 # chunk per cycle (costmodel.md §8 iteration dispatch)
-PENALTY = {"r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02}
+PENALTY = {"r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02, "f": 0.004}
 # priors of the loop-form offsets: 2D no-post-update is the reference; post-update addressing costs 1-2 cycles
 # more than no-post-update at 10 iterations (costmodel.md §7 table, 1x640 fp32), as in a5_formula_fit
 OFFSET_PRIOR = {"2d-no-post-update": 0.0, "1d-no-post-update": 0.0, "1d-post-update": 1.5}
 # bounds: dispatch start at least VF startup + drain (23 + 12, costmodel.md §8); no negative per-chunk or per-row
 # cost (mc changes the per-chunk cost of multi-chunk rows and may be negative)
-LOWER = {"d0": 35.0, "d1": 0.5, "d2": 0.0, "d3": 0.0, "off": -20.0, "a": 0.0, "p": 0.0, "r": 0.0, "mr": 0.0, "mc": -500.0}
-UPPER = {"d0": 120.0, "d1": 3.0, "d2": 30.0, "d3": 30.0, "off": 20.0, "a": 500.0, "p": 1000.0, "r": 500.0, "mr": 500.0, "mc": 500.0}
-START = {"d0": 50.0, "d1": 1.0, "d2": 1.0, "d3": 4.0, "off": 0.0, "a": 40.0, "p": 1.0, "r": 0.0, "mr": 0.0, "mc": 0.0}
+LOWER = {"d0": 35.0, "d1": 0.5, "d2": 0.0, "d3": 0.0, "off": -20.0, "a": 0.0, "p": 0.0, "r": 0.0, "mr": 0.0, "mc": -500.0,
+         "f": -50.0}
+UPPER = {"d0": 120.0, "d1": 3.0, "d2": 30.0, "d3": 30.0, "off": 20.0, "a": 500.0, "p": 1000.0, "r": 500.0, "mr": 500.0, "mc": 500.0,
+         "f": 500.0}
+START = {"d0": 50.0, "d1": 1.0, "d2": 1.0, "d3": 4.0, "off": 0.0, "a": 40.0, "p": 1.0, "r": 0.0, "mr": 0.0, "mc": 0.0, "f": 0.0}
 Q_START, Q_RANGE = 8.0, (1.5, 200.0)
 
 
@@ -72,7 +76,7 @@ class SmoothFit:
         b, d, off = self.body.get(body_of(key)), self.dispatch.get(key["strategy"][:2]), self.offset.get(key["strategy"])
         if b is None or d is None or off is None:
             return None
-        p = {"p0": b["a"] + off, "p1": b["p"], "p2": b["r"], "p3": b["mr"], "p4": b["mc"]}
+        p = {"p0": b["a"] + off, "p1": b["p"], "p2": b["r"], "p3": b["mr"], "p4": b["mc"], "p5": b["f"]}
         return p, {**d, "d0": d["d0"] + off, "q": self.q}
 
 
@@ -101,19 +105,21 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
         return th[:o_off].reshape(-1, nD), th[o_off:o_body], th[o_body:-1].reshape(-1, nB), th[-1]
 
     def predict(th):
-        (d0, d1, d2, d3), off, (a, p, r, mr, mc), lq = split(th)
+        (d0, d1, d2, d3), off, (a, p, r, mr, mc, fl), lq = split(th)
         D = off[si] + d0[di] + d1[di] * f["p1"] + d2[di] * f["p2"] + d3[di] * f["p3"]
-        P = off[si] + a[bi] + p[bi] * f["p1"] + r[bi] * f["p2"] + mr[bi] * f["p3"] + mc[bi] * f["p4"]
+        P = off[si] + a[bi] + p[bi] * f["p1"] + r[bi] * f["p2"] + mr[bi] * f["p3"] + mc[bi] * f["p4"] + fl[bi] * f["p5"]
         return smooth_max(D, P, np.exp(lq))
 
     def residuals(th):
-        (_, d1, _, _), off, (_, _, r, mr, mc), _ = split(th)
+        (_, d1, _, _), off, (_, _, r, mr, mc, fl), _ = split(th)
         return np.concatenate([(predict(th) - y) / y, PENALTY["r"] * r, PENALTY["m"] * mr * (1 - per_form),
-                               PENALTY["m"] * mc * (1 - per_form), PENALTY["d1"] * (d1 - 1.0),
+                               PENALTY["m"] * mc * (1 - per_form), PENALTY["m"] * fl * (1 - per_form) + PENALTY["f"] * fl * per_form,
+                               PENALTY["d1"] * (d1 - 1.0),
                                PENALTY["off"] * (off[prior_at] - prior)])
 
     # which residual depends on which parameter: the row's dim, loop form and body, and q; penalties on their own
-    J = lil_matrix((n + 3 * nB + nD + len(prior_at), o_body + len(BODY_TERMS) * nB + 1), dtype=int)
+    penalised = (2, 3, 4, 5)  # body terms with a penalty row: r, mr, mc, f
+    J = lil_matrix((n + len(penalised) * nB + nD + len(prior_at), o_body + len(BODY_TERMS) * nB + 1), dtype=int)
     rowsel = np.arange(n)
     for t in range(len(DISPATCH_TERMS)):
         J[rowsel, t * nD + di] = 1
@@ -121,10 +127,11 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     for t in range(len(BODY_TERMS)):
         J[rowsel, o_body + t * nB + bi] = 1
     J[:n, -1] = 1
-    for j, t in enumerate((2, 3, 4)):
+    for j, t in enumerate(penalised):
         J[n + j * nB + np.arange(nB), o_body + t * nB + np.arange(nB)] = 1
-    J[n + 3 * nB + np.arange(nD), nD + np.arange(nD)] = 1
-    J[n + 3 * nB + nD + np.arange(len(prior_at)), o_off + prior_at] = 1
+    o_pen = n + len(penalised) * nB
+    J[o_pen + np.arange(nD), nD + np.arange(nD)] = 1
+    J[o_pen + nD + np.arange(len(prior_at)), o_off + prior_at] = 1
 
     def vec(table, q):
         return np.concatenate([np.full(nD, table[t]) for t in DISPATCH_TERMS] + [np.full(nS, table["off"])]

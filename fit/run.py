@@ -94,10 +94,12 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
 
 
 def _a5_report(report: pd.DataFrame) -> pd.DataFrame:
-    """One report row per fitted key: its five coefficients as `p0..p4` in the value column."""
+    """One report row per fitted key: its nonzero coefficients `p0..p5` in the parameter column, p1 as the value."""
+    from costmodel.models.a5_formula import P_TERMS
+
     rows = []
     for r in report.to_dict("records"):
-        coeffs = " ".join(f"{t}={r[t]:.3g}" for t in ("p0", "p1", "p2", "p3", "p4") if abs(r[t]) > 1e-9)
+        coeffs = " ".join(f"{t}={r.get(t, 0.0):.3g}" for t in P_TERMS if abs(r.get(t, 0.0)) >= 5e-4)
         rows.append({"parameter": f"{r['parameter']}  {coeffs}", "value": r["p1"], "stderr": None,
                      "n_obs": r["n_obs"], "cv_mape": r["cv_mape"]})
     return pd.DataFrame(rows)

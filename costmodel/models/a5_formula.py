@@ -1,11 +1,11 @@
 """A5 formula model: a closed form over the VF plan's trip counts (costmodel.md §3 generalised).
 
 With C the chunks a program executes, R its rows, m = 1 for 2D programs whose rows hold two or more chunks
-and s = 1 for 2D programs whose rows hold one chunk (`features`):
+and s = 1 for 2D programs whose rows hold one chunk, f = 1 for a 1D program of one chunk (`features`):
 
     cycles = max(D, P), or the smooth maximum (D^q + P^q)^(1/q) for keys fitted in that form
     D = d0 + d1·C + d2·R·s + d3·R·m            dispatch bound, one per loop form (shared by every op)
-    P = p0 + p1·C + p2·R·s + p3·R·m + p4·C·m   resource bound, per (op, dtype, dst dtype, strategy, variant)
+    P = p0 + p1·C + p2·R·s + p3·R·m + p4·C·m + p5·f   resource bound, per (op, dtype, dst dtype, strategy, variant)
 
 D is the cost of issuing the loop nest (about one chunk per cycle plus a row overhead when rows hold several
 chunks); P is what the body's resources make it cost. Rows of one chunk have their own row term because they
@@ -14,7 +14,9 @@ one-chunk rows cost the op's 1D per-iteration slope per row — TEXP fp16 3.6, f
 a row of several chunks adds), so a key measured only on multi-chunk rows does not charge that overhead to
 one-chunk rows. The upstream `linear` and `nested_loop` forms are the special cases p2 = p3 = p4 = 0 and
 p2 = p3, p4 = 0; the m terms also carry the measured step of narrowing conversions between one and several
-chunks per row (costmodel.md §11, §13). Parameters live in data/formula_params.csv:
+chunks per row (costmodel.md §11, §13). A 1D program of one chunk is a flat program too (its loop is canonicalised
+away, §8) and f prices its difference from the loop's trend — measured for widening conversions: bf16->fp32 1x64
+costs 81 cycles, more than at 1x640 (65), fp8->fp32 1x64 92 against 88 at 1x320. Parameters live in data/formula_params.csv:
 `scope=dispatch` rows (per strategy) and `scope=op` rows (per key; a key fitted in the smooth form, see
 fit/a5_smooth_fit.py, carries its own d0..d3 and q), plus `scope=family` rows the fit writes
 for keys it never saw (same op and variant, per loop form). A key with neither has no formula estimate;
@@ -30,12 +32,13 @@ from ..request import Request
 from .a5_features import vf_trips
 from .params import ParamTable, shipped
 
-P_TERMS = ("p0", "p1", "p2", "p3", "p4")
+P_TERMS = ("p0", "p1", "p2", "p3", "p4", "p5")
+TERMS = {"1d": ("p0", "p1", "p5"), "2d": ("p0", "p1", "p2", "p3", "p4")}  # the P terms a 1D/2D program has
 D_TERMS = ("d0", "d1", "d2", "d3")
 D_FEATURE = {"d0": "p0", "d1": "p1", "d2": "p2", "d3": "p3"}  # the feature each dispatch term multiplies
 # how the breakdown names each term of the binding bound
 ROLE = {"p0": "startup", "d0": "startup", "p1": "iterations", "p4": "iterations", "d1": "iterations",
-        "p2": "rows", "p3": "rows", "d2": "rows", "d3": "rows"}
+        "p2": "rows", "p3": "rows", "d2": "rows", "d3": "rows", "p5": "flat program"}
 BITS = {"f32": 32, "i32": 32, "u32": 32, "f16": 16, "bf16": 16, "i16": 16, "u16": 16, "i8": 8, "u8": 8,
         "fp8_e4m3": 8, "fp8_e5m2": 8, "hif8": 8, "fp4_e1m2": 4, "fp4_e2m1": 4, "i64": 64, "u64": 64}
 
@@ -49,9 +52,12 @@ def key_of(req: Request, strategy: str) -> dict[str, str]:
 
 
 def family_of(key: dict[str, str]) -> str:
-    """Return the key's family: the op and variant; conversions by source and destination widths."""
+    """Return the key's family: the op and variant; conversions by source and destination widths; selects by the
+    mask variant (costmodel.md §3 step 6: fp32 uses the TSel_b32 programs, fp16 and int8 share TSel_b16_8)."""
     if key["name"] == "TCVT":
         return f"TCVT:{BITS.get(key['dtype'], 0)}>{BITS.get(key['dst_dtype'] or key['dtype'], 0)}"
+    if key["name"] == "TSEL":
+        return "TSEL:b32" if BITS.get(key["dtype"], 0) >= 32 else "TSEL:b16_8"
     return f"{key['name']}:{key['op_params']}" if key["op_params"] else key["name"]
 
 
@@ -64,7 +70,8 @@ def features(C, R, dim) -> dict[str, np.ndarray]:
     m = ((C >= 2 * R) & (two > 0)).astype(float)
     # rows of one chunk run as a flat loop (VfSim canonicalises single-iteration inner loops, costmodel.md §8; the
     # measured per-row cost of such 2D programs equals the op's 1D per-iteration slope), so they get their own term
-    return {"p0": np.ones_like(C), "p1": C, "p2": R * (two - m), "p3": R * m, "p4": C * m}
+    return {"p0": np.ones_like(C), "p1": C, "p2": R * (two - m), "p3": R * m, "p4": C * m,
+            "p5": ((C <= 1) & (two == 0)).astype(float)}
 
 
 def lookup(table: ParamTable, key: dict[str, str]) -> tuple[dict[str, float], dict[str, float], str] | None:
