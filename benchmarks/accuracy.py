@@ -3,7 +3,8 @@
     python benchmarks/accuracy.py [--k 5] [--no-nested]
 
 For each measured file: 5-fold cross-validation grouped by tile shape (a shape's rows are never in both
-train and test), reported per op and overall (MAPE, median and worst APE, share within 5 %), the same
+train and test) and grouped by measured case (one case held out, other ops at its shape kept: how withheld
+measurements of the same campaign relate to published ones), reported per op and overall (MAPE, median and worst APE, share within 5 %), the same
 numbers in-sample with the shipped parameters, Kendall tau of the predicted vs measured order of strategies
 measured on the same shape, and the fit time; then a nested cross-validation (the fit's own choices made inside
 each outer fold: the figure without selection bias). The A5 pipeline model's cross-validation and leave-one-op-out
@@ -48,29 +49,37 @@ def run(arch: str, path: Path, k: int) -> None:
     from fit.validate import validate_frame
 
     trace, _ = check_trace(read_trace(path))
-    t0 = time.perf_counter()
     if arch == "a2a3":
-        from fit.a2a3_fit import fit_a2a3, lower_rows
+        from fit.a2a3_fit import fit_a2a3 as fit_arch
+    else:
+        from fit.a5_formula_fit import fit_a5_formula as fit_arch
+    t0 = time.perf_counter()
+    fit, _ = fit_arch(trace, k=k)
+    seconds = time.perf_counter() - t0
+    by_case, _ = fit_arch(trace, k=k, group_by="measurement")
+    if arch == "a2a3":
+        from fit.a2a3_fit import lower_rows
 
-        fit, _ = fit_a2a3(trace, k=k)
         used = trace[trace["arch"] == "a2a3"].reset_index(drop=True).iloc[lower_rows(trace[trace["arch"] == "a2a3"])[1]]
         choice = f"shrink {fit.shrink}, dtype effects {fit.dtypes}"
     else:
-        from fit.a5_formula_fit import fit_a5_formula
-
-        fit, _ = fit_a5_formula(trace, k=k)
         used = trace[trace["arch"] == "a5"].reset_index(drop=True).iloc[fit.kept]
         choice = f"shrink {fit.shrink}, pooling by {fit.pool}"
-    seconds = time.perf_counter() - t0
-    used = used.reset_index(drop=True).assign(cv_cycles=fit.cv_predictions)
+    used = used.reset_index(drop=True).assign(cv_cycles=fit.cv_predictions, case_cycles=by_case.cv_predictions)
     shipped = validate_frame(trace).predictions
     print(f"\n=== {arch} formula model on {path.name}: {len(used)} rows; fit incl. {k}-fold CV took {seconds:.1f} s; "
           f"chose {choice}")
     print(f"targets: {TARGETS[arch]}")
+    print("cv: folds hold out whole tile shapes (every op at a shape); case: folds hold out single measured cases "
+          "(other ops at the shape stay in, as for withheld measurements of a measured campaign); in: shipped "
+          "parameters, in-sample")
     cv = _table(used, "cv_cycles")
+    case = _table(used, "case_cycles")[["op", "mape", "within_5", "worst_ape"]].add_suffix("_case").rename(
+        columns={"op_case": "op"})
     ins = _table(shipped[shipped["predicted_cycles"].notna()], "predicted_cycles")
-    both = cv.merge(ins, on="op", suffixes=("_cv", "_in"))
-    with pd.option_context("display.width", 200, "display.max_rows", 100, "display.float_format", "{:.2f}".format):
+    both = cv.add_suffix("_cv").rename(columns={"op_cv": "op"}).merge(case, on="op").merge(
+        ins.add_suffix("_in").rename(columns={"op_in": "op"}), on="op")
+    with pd.option_context("display.width", 250, "display.max_rows", 100, "display.float_format", "{:.2f}".format):
         print(both.rename(columns=lambda c: c.replace("_ape", "")).to_string(index=False))
     if "vf_impl_kind" in used and used["vf_impl_kind"].astype(str).str.len().any():
         print(f"strategy order (same shape, different vf_impl_kind): Kendall tau CV {_order_tau(used, 'cv_cycles'):.3f}, "

@@ -327,7 +327,8 @@ def _measured_points(path: str, df, x: str, fixed: str):
 def fit_cmd(
     traces: Annotated[list[str], typer.Argument(help="Measured traces (CSV or Parquet), e.g. ../shared/measured/*.csv.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write (rows of other arches/models are kept).")] = "data/formula_params.csv",
-    cv: Annotated[int, typer.Option("--cv", help="Folds of the cross-validation grouped by tile shape.")] = 5,
+    cv: Annotated[int, typer.Option("--cv", help="Folds of the cross-validation (form choice and reported CV error).")] = 5,
+    cv_group: Annotated[str, typer.Option("--cv-group", help="What a fold holds out whole: shape (every op at a tile shape) or measurement (one measured case; other ops at its shape stay in).")] = "shape",
     model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all.")] = "formula",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
     pipeline_output: Annotated[str, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters.")] = "data/a5_pipeline_params.csv",
@@ -342,7 +343,7 @@ def fit_cmd(
 
     if model not in ("formula", "pipeline", "all"):
         raise PtoCostError(f"unknown model {model!r}; accepted: formula, pipeline, all")
-    run = fit_traces(traces, k=cv, model=model)
+    run = fit_traces(traces, k=cv, model=model, group_by=cv_group)
     written = 0 if dry_run or not run.rows else write_params(run.rows, output)
     if run.pipeline is not None and not dry_run:
         from fit.pipeline_fit import write_params as write_pipeline

@@ -22,6 +22,7 @@ from costmodel.models.params import ParamRow, ParamTable, read_table
 
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
+from .traces import cv_groups, trace_request
 
 # dtype effects: "none", "shared" (one per-dtype adjustment common to every class), "class" (per class and dtype),
 # "both" (per class and dtype, shrunk toward a per-dtype adjustment common to every class)
@@ -169,7 +170,6 @@ def lower_rows(trace: pd.DataFrame) -> tuple[list[dict[str, float]], list[int], 
     from costmodel import lower
     from costmodel.errors import PtoCostError
 
-    from .traces import trace_request
 
     feats, keep, notes = [], [], []
     for i, row in enumerate(trace.to_dict("records")):
@@ -182,14 +182,15 @@ def lower_rows(trace: pd.DataFrame) -> tuple[list[dict[str, float]], list[int], 
     return feats, keep, notes
 
 
-def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = "") -> tuple[A2A3Fit, list[str]]:
+def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = "",
+             group_by: str = "shape") -> tuple[A2A3Fit, list[str]]:
     """Fit the A2/A3 parameters to the checked trace rows of arch a2a3; returns (fit, notes on skipped rows)."""
     table = priors()
     trace = trace[trace["arch"].str.lower() == "a2a3"].reset_index(drop=True)
     feats, keep, notes = lower_rows(trace)
     used = trace.iloc[keep].reset_index(drop=True)
     y = used["measured_cycles"].to_numpy(float)
-    groups = (used["rows"].astype(str) + "x" + used["cols"].astype(str)).to_numpy()
+    groups = cv_groups(used, group_by)
     k = min(k, len(set(groups)))
     assignments = [grouped_folds(groups, k=k, seed=seed + i) for i in range(SELECTION_SEEDS)]
     results = []

@@ -22,6 +22,7 @@ from costmodel.models.params import ParamRow
 from .a5_smooth_fit import SmoothFit, fit_smooth, predict_smooth
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
+from .traces import cv_groups, trace_request
 
 # candidates: shrink strength × what the top of the hierarchy pools (the op family across 1D/2D, or all
 # families of the same 1D/2D form)
@@ -61,9 +62,8 @@ def lower_rows(trace: pd.DataFrame) -> tuple[Rows, list[int], list[str]]:
     """Lower every A5 row to its plan and return (trip features, kept row positions, notes on dropped rows)."""
     from costmodel import lower
     from costmodel.errors import PtoCostError
-    from costmodel.models.a5_features import vf_trips
+    from costmodel.models.a5_features import body_signature, vf_trips
 
-    from .traces import trace_request
 
     keys, keep, notes, C, R = [], [], [], [], []
     for i, row in enumerate(trace.to_dict("records")):
@@ -74,7 +74,7 @@ def lower_rows(trace: pd.DataFrame) -> tuple[Rows, list[int], list[str]]:
             notes.append(f"line {row.get('line', i + 2)}: {exc}")
             continue
         t = vf_trips(plan)
-        keys.append(fm.key_of(req, plan.strategy))
+        keys.append({**fm.key_of(req, plan.strategy), "sig": body_signature(plan)})
         C.append(t.chunks)
         R.append(t.rows)
         keep.append(i)
@@ -237,12 +237,13 @@ def _cross_validate(rows: Rows, jobs: list[tuple[str, float | None, str | None, 
     return out
 
 
-def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = "") -> tuple[A5FormulaFit, list[str]]:
+def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = "",
+                   group_by: str = "shape") -> tuple[A5FormulaFit, list[str]]:
     """Fit the A5 formula to the trace's a5 rows; returns (fit, notes on rows that could not be lowered)."""
     trace = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True)
     rows, keep, notes = lower_rows(trace)
     used = trace.iloc[keep].reset_index(drop=True)
-    groups = (used["rows"].astype(str) + "x" + used["cols"].astype(str)).to_numpy()
+    groups = cv_groups(used, group_by)
     k = min(k, len(set(groups)))
     folds = grouped_folds(groups, k=k, seed=seed)
     extra = [grouped_folds(groups, k=k, seed=seed + 1 + i) for i in range(SELECTION_SEEDS - 1)]
@@ -345,23 +346,21 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     """Key rows of the smooth-form ops: every measured body in every loop form of its 1D/2D shape (a body measured
     in one form predicts the others: a loop form only shifts the start, by an offset penalised toward its §7 prior,
     so a form measured in one op family alone still has a small offset), with its own d0..d3 and q."""
-    from .a5_smooth_fit import PER_FORM_BODIES, body_of
+    from .a5_smooth_fit import PER_FORM_BODIES, body_of, member_of
 
     out: list[ParamRow] = []
     report = []
     forms = {"1d": ("1d-post-update", "1d-no-post-update"), "2d": ("2d-no-post-update", "2d-post-update")}
-    body_rows: dict[str, list[int]] = {}
+    member_rows: dict[str, list[int]] = {}
     seen = {}  # each measured key (any loop form of its body)
     for i, key in enumerate(rows.keys):
         if key["name"] in ops:
-            body_rows.setdefault(body_of(key), []).append(i)
-            member = "|".join([key["name"], key["dtype"], key["dst_dtype"], key["op_params"]])
-            if key["name"] in PER_FORM_BODIES:
-                member += "|" + key["strategy"][:2]
+            member = member_of(key) + ("|" + key["strategy"][:2] if key["name"] in PER_FORM_BODIES else "")
+            member_rows.setdefault(member, []).append(i)
             seen.setdefault(member, key)
     for member, key in sorted(seen.items()):
         body = body_of(key)
-        idx = body_rows[body]
+        idx = member_rows[member]
         n, cv = len(idx), (float(np.nanmean(ape[idx])) if np.isfinite(ape[idx]).any() else None)
         measured = {rows.keys[i]["strategy"] for i in idx}
         # a body shared by both shapes of loop predicts all four forms; a per-form body only its own shape's
@@ -385,7 +384,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     # TADD f16 1x1280 and f32 1x640, ten chunks each, cost 67 cycles alike; so do TMINS f16 and f32, 64)
     best: dict[str, tuple[int, dict]] = {}
     for member, key in seen.items():
-        n = len(body_rows[body_of(key)])
+        n = len(member_rows[member])
         fam = fm.family_of(key)
         if n > best.get(fam, (0, {}))[0]:
             best[fam] = (n, key)

@@ -24,7 +24,7 @@ programs also differ, §3 step 6, was worse under grouped CV: six rows cannot pi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -35,48 +35,59 @@ from costmodel.models.a5_formula import cycles, family_of, features, smooth_max
 PER_FORM_BODIES = ("TCVT",)
 DISPATCH_TERMS = ("d0", "d1", "d2", "d3")
 BODY_TERMS = ("a", "p", "r", "mr", "mc", "f")
-# penalty weights (per unit of the parameter, against relative residuals): row terms, multi-chunk terms of
-# bodies that should not have them, loop-form offsets away from their priors, dispatch slope away from one
-# chunk per cycle (costmodel.md §8 iteration dispatch)
-PENALTY = {"r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02, "f": 0.004}
+MEMBER_TERMS = ("da", "dp")  # an op body's start and per-chunk deviation from the body it shares
+# penalty weights (per unit of the parameter, against relative residuals): row terms, multi-chunk and flat-program
+# terms of bodies that should not have them (f: of those that may), loop-form offsets away from their priors,
+# dispatch slope away from one chunk per cycle (costmodel.md §8 iteration dispatch), and an op body's deviation from
+# the body it shares (da, dp: chosen by cross-validation, grouped by measurement and by shape)
+PENALTY = {"r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02, "f": 0.004, "da": 0.05, "dp": 1.0}
 # priors of the loop-form offsets: 2D no-post-update is the reference; post-update addressing costs 1-2 cycles
 # more than no-post-update at 10 iterations (costmodel.md §7 table, 1x640 fp32), as in a5_formula_fit
 OFFSET_PRIOR = {"2d-no-post-update": 0.0, "1d-no-post-update": 0.0, "1d-post-update": 1.5}
 # bounds: dispatch start at least VF startup + drain (23 + 12, costmodel.md §8); no negative per-chunk or per-row
 # cost (mc changes the per-chunk cost of multi-chunk rows and may be negative)
 LOWER = {"d0": 35.0, "d1": 0.5, "d2": 0.0, "d3": 0.0, "off": -20.0, "a": 0.0, "p": 0.0, "r": 0.0, "mr": 0.0, "mc": -500.0,
-         "f": -50.0}
+         "f": -50.0, "da": -30.0, "dp": -5.0}
 UPPER = {"d0": 120.0, "d1": 3.0, "d2": 30.0, "d3": 30.0, "off": 20.0, "a": 500.0, "p": 1000.0, "r": 500.0, "mr": 500.0, "mc": 500.0,
-         "f": 500.0}
-START = {"d0": 50.0, "d1": 1.0, "d2": 1.0, "d3": 4.0, "off": 0.0, "a": 40.0, "p": 1.0, "r": 0.0, "mr": 0.0, "mc": 0.0, "f": 0.0}
+         "f": 500.0, "da": 30.0, "dp": 5.0}
+START = {"d0": 50.0, "d1": 1.0, "d2": 1.0, "d3": 4.0, "off": 0.0, "a": 40.0, "p": 1.0, "r": 0.0, "mr": 0.0, "mc": 0.0, "f": 0.0, "da": 0.0, "dp": 0.0}
 Q_START, Q_RANGE = 8.0, (1.5, 200.0)
 
 
+def member_of(key: dict[str, str]) -> str:
+    """Return the op body a key measures: op, dtype, dst dtype, variant."""
+    return "|".join([key["name"], key["dtype"], key["dst_dtype"], key["op_params"]])
+
+
 def body_of(key: dict[str, str]) -> str:
-    """Return the body a key's resource form is shared by: op, dtype, dst dtype, variant; for the ops in
-    PER_FORM_BODIES their family (conversions of equal widths share one curve, costmodel.md §9) and 1D/2D form."""
+    """Return the body a key's resource form is shared by: for the ops in PER_FORM_BODIES their family (conversions of
+    equal widths share one curve, costmodel.md §9) and 1D/2D form; else the chunk's work (`sig`, models/a5_features.py
+    `body_signature`: TADD, TSUB and TMUL share one) on the key's types — each op deviates from it by MEMBER terms."""
     if key["name"] in PER_FORM_BODIES:
         return f"{family_of(key)}|{key['strategy'][:2]}"
-    return "|".join([key["name"], key["dtype"], key["dst_dtype"], key["op_params"]])
+    return "|".join([key.get("sig") or key["name"], key["dtype"], key["dst_dtype"]])
 
 
 @dataclass(frozen=True)
 class SmoothFit:
     """Fitted values: the dispatch bound per 1D/2D shape (d0..d3), a start offset per loop form, per body
-    (a, p, r, mr, mc), and the sharpness q."""
+    (a, p, r, mr, mc, f), per op body its deviation from the shared body (da, dp), and the sharpness q."""
 
     dispatch: dict[str, dict[str, float]]
     offset: dict[str, float]
     body: dict[str, dict[str, float]]
     q: float
+    member: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def params(self, key: dict[str, str]) -> tuple[dict[str, float], dict[str, float]] | None:
-        """Return (P coefficients p0..p4, D coefficients d0..d3 and q) for a key, or None if its body or form is
+        """Return (P coefficients p0..p5, D coefficients d0..d3 and q) for a key, or None if its body or form is
         unfitted. The loop form's offset is in both starts, so cycles = offset + smooth max of the two bounds."""
         b, d, off = self.body.get(body_of(key)), self.dispatch.get(key["strategy"][:2]), self.offset.get(key["strategy"])
         if b is None or d is None or off is None:
             return None
-        p = {"p0": b["a"] + off, "p1": b["p"], "p2": b["r"], "p3": b["mr"], "p4": b["mc"], "p5": b["f"]}
+        m = self.member.get(member_of(key), {"da": 0.0, "dp": 0.0})
+        p = {"p0": b["a"] + m["da"] + off, "p1": b["p"] + m["dp"], "p2": b["r"], "p3": b["mr"], "p4": b["mc"],
+             "p5": b["f"]}
         return p, {**d, "d0": d["d0"] + off, "q": self.q}
 
 
@@ -87,65 +98,78 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     strategies = sorted({k["strategy"] for k in keys})
     dims = sorted({s[:2] for s in strategies})
     bodies = sorted({body_of(k) for k in keys})
+    members = sorted({member_of(k) for k in keys})
     si = np.array([strategies.index(k["strategy"]) for k in keys])
     di = np.array([dims.index(k["strategy"][:2]) for k in keys])
     bi = np.array([bodies.index(body_of(k)) for k in keys])
+    mi = np.array([members.index(member_of(k)) for k in keys])
     per_form = np.zeros(len(bodies))
     per_form[[bodies.index(body_of(k)) for k in keys if k["name"] in PER_FORM_BODIES]] = 1.0
     y = rows.y[idx]
     f = features(rows.C[idx], rows.R[idx], rows.dim[idx])
-    nD, nS, nB, n = len(dims), len(strategies), len(bodies), len(idx)
-    # parameter vector: dispatch terms per dim, one offset per loop form, body terms per body, log q
+    nD, nS, nB, nM, n = len(dims), len(strategies), len(bodies), len(members), len(idx)
+    # parameter vector: dispatch terms per dim, one offset per loop form, body terms per body, member deviations, log q
     o_off = len(DISPATCH_TERMS) * nD
     o_body = o_off + nS
+    o_mem = o_body + len(BODY_TERMS) * nB
     prior_at = np.array([j for j, s in enumerate(strategies) if s in OFFSET_PRIOR], dtype=int)
     prior = np.array([OFFSET_PRIOR[strategies[j]] for j in prior_at])
 
     def split(th):
-        return th[:o_off].reshape(-1, nD), th[o_off:o_body], th[o_body:-1].reshape(-1, nB), th[-1]
+        return (th[:o_off].reshape(-1, nD), th[o_off:o_body], th[o_body:o_mem].reshape(-1, nB),
+                th[o_mem:-1].reshape(-1, nM), th[-1])
 
     def predict(th):
-        (d0, d1, d2, d3), off, (a, p, r, mr, mc, fl), lq = split(th)
+        (d0, d1, d2, d3), off, (a, p, r, mr, mc, fl), (da, dp), lq = split(th)
         D = off[si] + d0[di] + d1[di] * f["p1"] + d2[di] * f["p2"] + d3[di] * f["p3"]
-        P = off[si] + a[bi] + p[bi] * f["p1"] + r[bi] * f["p2"] + mr[bi] * f["p3"] + mc[bi] * f["p4"] + fl[bi] * f["p5"]
+        P = (off[si] + a[bi] + da[mi] + (p[bi] + dp[mi]) * f["p1"] + r[bi] * f["p2"] + mr[bi] * f["p3"]
+             + mc[bi] * f["p4"] + fl[bi] * f["p5"])
         return smooth_max(D, P, np.exp(lq))
 
     def residuals(th):
-        (_, d1, _, _), off, (_, _, r, mr, mc, fl), _ = split(th)
+        (_, d1, _, _), off, (_, _, r, mr, mc, fl), (da, dp), _ = split(th)
         return np.concatenate([(predict(th) - y) / y, PENALTY["r"] * r, PENALTY["m"] * mr * (1 - per_form),
-                               PENALTY["m"] * mc * (1 - per_form), PENALTY["m"] * fl * (1 - per_form) + PENALTY["f"] * fl * per_form,
-                               PENALTY["d1"] * (d1 - 1.0),
+                               PENALTY["m"] * mc * (1 - per_form),
+                               PENALTY["m"] * fl * (1 - per_form) + PENALTY["f"] * fl * per_form,
+                               PENALTY["da"] * da, PENALTY["dp"] * dp, PENALTY["d1"] * (d1 - 1.0),
                                PENALTY["off"] * (off[prior_at] - prior)])
 
-    # which residual depends on which parameter: the row's dim, loop form and body, and q; penalties on their own
+    # which residual depends on which parameter: the row's dim, loop form, body and member, and q; penalties on
+    # their own parameter
     penalised = (2, 3, 4, 5)  # body terms with a penalty row: r, mr, mc, f
-    J = lil_matrix((n + len(penalised) * nB + nD + len(prior_at), o_body + len(BODY_TERMS) * nB + 1), dtype=int)
+    o_pen = n + len(penalised) * nB + len(MEMBER_TERMS) * nM
+    J = lil_matrix((o_pen + nD + len(prior_at), o_mem + len(MEMBER_TERMS) * nM + 1), dtype=int)
     rowsel = np.arange(n)
     for t in range(len(DISPATCH_TERMS)):
         J[rowsel, t * nD + di] = 1
     J[rowsel, o_off + si] = 1
     for t in range(len(BODY_TERMS)):
         J[rowsel, o_body + t * nB + bi] = 1
+    for t in range(len(MEMBER_TERMS)):
+        J[rowsel, o_mem + t * nM + mi] = 1
     J[:n, -1] = 1
     for j, t in enumerate(penalised):
         J[n + j * nB + np.arange(nB), o_body + t * nB + np.arange(nB)] = 1
-    o_pen = n + len(penalised) * nB
+    for t in range(len(MEMBER_TERMS)):
+        J[n + len(penalised) * nB + t * nM + np.arange(nM), o_mem + t * nM + np.arange(nM)] = 1
     J[o_pen + np.arange(nD), nD + np.arange(nD)] = 1
     J[o_pen + nD + np.arange(len(prior_at)), o_off + prior_at] = 1
 
     def vec(table, q):
         return np.concatenate([np.full(nD, table[t]) for t in DISPATCH_TERMS] + [np.full(nS, table["off"])]
-                              + [np.full(nB, table[t]) for t in BODY_TERMS] + [[np.log(q)]])
+                              + [np.full(nB, table[t]) for t in BODY_TERMS]
+                              + [np.full(nM, table[t]) for t in MEMBER_TERMS] + [[np.log(q)]])
 
     lo, hi = vec(LOWER, Q_RANGE[0]), vec(UPPER, Q_RANGE[1])
     x0 = np.clip(vec(START, Q_START), lo + 1e-9, hi - 1e-9)
     sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.03, jac_sparsity=J.tocsr(),
                         max_nfev=3000, ftol=1e-6, x_scale="jac")
-    Dv, off, B, lq = split(sol.x)
+    Dv, off, B, M, lq = split(sol.x)
     return SmoothFit({d: dict(zip(DISPATCH_TERMS, map(float, Dv[:, j]))) for j, d in enumerate(dims)},
                      {s: float(off[j]) for j, s in enumerate(strategies)},
                      {b: dict(zip(BODY_TERMS, map(float, B[:, j]))) for j, b in enumerate(bodies)},
-                     float(np.exp(lq)))
+                     float(np.exp(lq)),
+                     {m: dict(zip(MEMBER_TERMS, map(float, M[:, j]))) for j, m in enumerate(members)})
 
 
 def predict_smooth(fit: SmoothFit, rows, idx: np.ndarray) -> np.ndarray:

@@ -38,7 +38,7 @@ def outliers(frame: pd.DataFrame, predicted: np.ndarray, *, floor: float = 5.0) 
     return out.sort_values("error_pct", key=np.abs, ascending=False)
 
 
-def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: int = 0) -> FitRun:
+def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: int = 0, group_by: str = "shape") -> FitRun:
     """Fit the models of every arch present in the traces; returns the run (rows not yet written)."""
     from .metrics import summary
 
@@ -57,7 +57,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
     if "a2a3" in arches and model in ("formula", "all"):
         from .a2a3_fit import fit_a2a3
 
-        fit, notes = fit_a2a3(trace, k=k, seed=seed, source=source)
+        fit, notes = fit_a2a3(trace, k=k, seed=seed, source=source, group_by=group_by)
         a2 = trace[trace["arch"].str.lower() == "a2a3"].reset_index(drop=True)
         from .a2a3_fit import lower_rows as lower_a2a3
 
@@ -71,7 +71,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
     if "a5" in arches and model in ("formula", "all"):
         from .a5_formula_fit import fit_a5_formula
 
-        fit, notes = fit_a5_formula(trace, k=k, seed=seed, source=source)
+        fit, notes = fit_a5_formula(trace, k=k, seed=seed, source=source, group_by=group_by)
         a5 = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True).iloc[fit.kept].reset_index(drop=True)
         y = a5["measured_cycles"].to_numpy(float)
         run.rows += list(fit.rows)

@@ -144,6 +144,22 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
     return good, sorted(problems, key=lambda p: (p.line, p.column not in ("op", "arch")))
 
 
+CV_GROUPINGS = ("shape", "measurement")
+
+
+def cv_groups(frame: pd.DataFrame, by: str = "shape") -> np.ndarray:
+    """Return a cross-validation group label per row: `shape` (rows x cols: a tile shape's rows are never in both
+    train and test, whatever the op) or `measurement` (one measured case: op, types, shape, strategy and test
+    parameters, so a tail-mirror row stays with its full-width row; the other ops at that shape may be seen — how
+    withheld measurements of a measured campaign relate to the published ones)."""
+    if by not in CV_GROUPINGS:
+        raise TraceError(f"unknown cross-validation grouping {by!r}; accepted: {', '.join(CV_GROUPINGS)}")
+    cols = ["rows", "cols"] if by == "shape" else [c for c in ("op", "dtype", "dst_dtype", "rows", "cols", "vf_impl_kind",
+                                                               "strategy", "op_params", "round_mode", "saturation_mode",
+                                                               "extra") if c in frame]
+    return frame[cols].astype(str).agg("x".join if by == "shape" else "|".join, axis=1).to_numpy()
+
+
 def parse_extra(text: str) -> dict[str, str]:
     """Return the `key=value;key=value` test parameters of an A2/A3 trace row."""
     out = {}

@@ -265,3 +265,55 @@ def test_a5_form_choice_keeps_the_smooth_form_unless_the_hard_form_is_clearly_be
     assert _smooth_winners(names, [hard], [smooth], y) == {"TIE"}
     # over several fold assignments the per-row errors are averaged first
     assert _smooth_winners(names, [hard, hard], [smooth, hard], y) == {"TIE"}
+
+
+def test_a5_flat_program_term_marks_one_chunk_1d_programs_only():
+    from costmodel.models import a5_formula as fm
+
+    f = fm.features(np.array([1.0, 2.0, 1.0, 3.0]), np.array([1.0, 1.0, 3.0, 3.0]), np.array(["1d", "1d", "2d", "2d"]))
+    assert f["p5"].tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert set(fm.TERMS["1d"]) | set(fm.TERMS["2d"]) == set(fm.P_TERMS)
+
+
+def test_a5_selects_share_a_family_by_mask_variant():
+    from costmodel.models.a5_formula import family_of
+
+    key = {"name": "TSEL", "dst_dtype": "", "strategy": "1d-no-post-update", "op_params": ""}
+    fams = {d: family_of({**key, "dtype": d}) for d in ("f16", "i8", "f32")}
+    assert fams["f16"] == fams["i8"] != fams["f32"]  # costmodel.md §3 step 6: TSel_b16_8 vs TSel_b32
+
+
+def test_body_signature_groups_ops_that_do_the_same_work_per_chunk():
+    from costmodel import api
+    from costmodel.models.a5_features import body_signature
+
+    def sig(op, **kw):
+        return body_signature(api.plan(op, "10x160", "f32", arch="a5", valid="10x128", **kw))
+
+    assert sig("TADD") == sig("TSUB") == sig("TMUL") != sig("TMINS")
+    assert sig("TMINS") == sig("TNEG") == sig("TABS")
+    assert sig("TRECIP") == sig("TEXP") == sig("TSQRT") == sig("TDIVS") != sig("TRSQRT")  # vsqrt + vdiv: two SFU ops
+    assert sig("TSEL") != sig("TADD")  # the mask is a third load
+
+
+def test_a5_smooth_fit_pools_ops_that_share_a_body():
+    """TMUL measured on small shapes only, TADD (same chunk work, one cycle faster) on all: TMUL at a large shape
+    is predicted from the shared body, not extrapolated from its own small shapes."""
+    from costmodel.models import a5_formula as fm
+    from fit.a5_smooth_fit import fit_smooth
+
+    d = {"d0": 50.0, "d1": 1.0, "d2": 1.0, "d3": 5.0, "q": 8.0}
+    true_p = {"p0": 40.0, "p1": 2.0, "p3": 3.0}  # rows of several chunks cost 3 more each
+    keys, C, R, y = [], [], [], []
+    for op, extra, shapes in (("TADD", 0.0, [(r, c) for r in (1, 3, 10, 20) for c in (2, 5, 10, 20)]),
+                              ("TMUL", 1.0, [(r, c) for r in (1, 3) for c in (2, 5)])):
+        for r, c in shapes:
+            strategy = "2d-no-post-update"
+            cyc, _ = fm.cycles({**true_p, "p0": true_p["p0"] + extra}, d, r * c, r, "2d")
+            keys.append({"name": op, "dtype": "f32", "dst_dtype": "", "strategy": strategy, "op_params": "",
+                         "sig": "ld2 st1 simple1"})
+            C.append(r * c), R.append(r), y.append(float(cyc))
+    fit = fit_smooth(_synthetic_rows(keys, C, R, y), np.arange(len(y)))
+    got = fit.params({**keys[-1], "strategy": "2d-no-post-update"})
+    want, _ = fm.cycles({**true_p, "p0": 41.0}, d, 400.0, 20.0, "2d")
+    assert float(fm.cycles(*got, 400.0, 20.0, "2d")[0]) == pytest.approx(float(want), rel=0.03)

@@ -113,3 +113,18 @@ def test_rows_whose_tiles_overflow_the_ub_are_modelled_in_place(tmp_path):
     assert np.isfinite(out.loc[0, "predicted_cycles"]) and "in place" in out.loc[0, "note"]
     # a conversion to a narrower type cannot overwrite its source: the row keeps its UB error
     assert np.isnan(out.loc[2, "predicted_cycles"]) and "unified buffer" in out.loc[2, "note"]
+
+
+def test_cv_groups_by_shape_and_by_measured_case():
+    from fit.traces import cv_groups
+
+    df = pd.DataFrame({"op": ["TADD", "TADD", "TMUL", "TADD"], "dtype": "fp32", "dst_dtype": "",
+                       "rows": [1, 1, 1, 2], "cols": [640, 640, 640, 640], "valid_cols": [640, 577, 640, 640],
+                       "vf_impl_kind": "VFIMPL_DEFAULT"})
+    shape = cv_groups(df, "shape")
+    case = cv_groups(df, "measurement")
+    assert shape[0] == shape[1] == shape[2] != shape[3]
+    assert case[0] == case[1] != case[2]  # a tail mirror stays with its full-width row; TMUL is its own case
+    assert len(set(case)) == 3
+    with pytest.raises(TraceError, match="accepted: shape, measurement"):
+        cv_groups(df, "op")

@@ -63,3 +63,39 @@ def vf_trips(plan: Plan) -> VfTrips:
             c, r = _count(prog.body, 1)
             chunks, rows = chunks + c, rows + r
     return VfTrips(plan.strategy, max(rows, 1), chunks)
+
+
+def _chunk_body(body: tuple) -> tuple:
+    """Return the instructions of the deepest loop that stores (the per-chunk body), or () if none stores."""
+    best: tuple[int, tuple] = (-1, ())
+    stack = [(body, 0)]
+    while stack:
+        items, depth = stack.pop()
+        for ins in items:
+            if isinstance(ins, Loop):
+                if depth + 1 > best[0] and any(getattr(i, "unit", "") == "store" for i in ins.body):
+                    best = (depth + 1, ins.body)
+                stack.append((ins.body, depth + 1))
+    return best[1]
+
+
+def body_signature(plan: Plan) -> str:
+    """Return what bounds a chunk of the plan's work: its loads and stores and its busiest compute unit with the
+    number of ops on it — the SFU (exp, ln, sqrt, div) if any op uses it, else the simple EXU ops (costmodel.md §8
+    functional units). Ops with one signature emit the same work per chunk (TADD/TSUB/TMUL: two loads, one simple
+    op, one store) and measure alike: within 1-2 cycles at every shape measured for several of them."""
+    from .a5_pipeline_uarch import SFU_OPS
+
+    loads = stores = sfu = simple = 0
+    for prog in plan.body:
+        if not isinstance(prog, VfProgram):
+            continue
+        for ins in _chunk_body(prog.body):
+            unit = getattr(ins, "unit", "")
+            loads += unit == "load"
+            stores += unit == "store"
+            if unit == "vector":
+                sfu += ins.op in SFU_OPS
+                simple += ins.op not in SFU_OPS
+    busy = f"sfu{sfu}" if sfu else f"simple{simple}"
+    return f"ld{loads} st{stores} {busy}"
