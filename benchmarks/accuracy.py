@@ -6,7 +6,8 @@ For each measured file: 5-fold cross-validation grouped by tile shape (a shape's
 train and test) and grouped by measured case (one case held out, other ops at its shape kept: how withheld
 measurements of the same campaign relate to published ones), reported per op and overall (MAPE, median and worst APE, share within 5 %), the same
 numbers in-sample with the shipped parameters, Kendall tau of the predicted vs measured order of strategies
-measured on the same shape, and the fit time; then a nested cross-validation (the fit's own choices made inside
+measured on the same shape, and the fit time; for A5, the formula on each op left out of its fit entirely (priced
+by the body of the measured ops doing the same work per chunk); then a nested cross-validation (the fit's own choices made inside
 each outer fold: the figure without selection bias). The A5 pipeline model's cross-validation and leave-one-op-out
 figures are in benchmarks/a5_pipeline.py (slower: it refits a simulator per fold). Skips cleanly when
 ../shared/measured is absent.
@@ -135,6 +136,47 @@ def nested(arch: str, path: Path, k: int) -> None:
         print(_table(used, "cv_cycles").rename(columns=lambda c: c.replace("_ape", "")).to_string(index=False))
 
 
+def leave_one_op_out(path: Path) -> None:
+    """A5 formula on ops it never saw: per op that shares its chunk's work with other measured ops, fit the smooth
+    form without the op's rows, write the table, and price the op through it (the body fallback an unmeasured op
+    gets)."""
+    import numpy as np
+
+    from costmodel import lower
+    from costmodel.models.a5_formula import A5FormulaModel
+    from costmodel.models.params import ParamTable
+    from fit.a5_formula_fit import _smooth_rows, lower_rows
+    from fit.a5_smooth_fit import PER_FORM_BODIES, body_of, fit_smooth
+    from fit.metrics import summary
+    from fit.traces import check_trace, read_trace, trace_request
+
+    trace, _ = check_trace(read_trace(path))
+    trace = trace[trace["arch"] == "a5"].reset_index(drop=True)
+    rows, keep, _ = lower_rows(trace)
+    used = trace.iloc[keep].reset_index(drop=True)
+    names = np.array([k["name"] for k in rows.keys], dtype=object)
+    ops_of_body: dict[str, set] = {}
+    for k in rows.keys:
+        ops_of_body.setdefault(body_of(k), set()).add(k["name"])
+    out = []
+    t0 = time.perf_counter()
+    for op in sorted(set(names) - set(PER_FORM_BODIES)):
+        test = np.flatnonzero((names == op) & np.array([len(ops_of_body[body_of(k)]) > 1 for k in rows.keys]))
+        if not len(test):
+            continue
+        train = np.setdiff1d(np.arange(len(rows.y)), np.flatnonzero(names == op))
+        fit = fit_smooth(rows, train)
+        ops = set(names[train])
+        table = ParamTable(_smooth_rows(fit, rows, np.zeros(len(rows.y)), "loo", ops)[0])
+        model = A5FormulaModel(table)
+        pred = np.array([model.cost(lower.lower(trace_request(used.iloc[i])[0]))[0] for i in test])
+        out.append({"op": op, **summary(pred, rows.y[test])})
+    print(f"\n=== a5 formula model, leave one op out ({time.perf_counter() - t0:.0f} s): each op priced by the body "
+          "of the measured ops doing the same work per chunk (its rows left out of the fit)")
+    with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
+        print(pd.DataFrame(out)[["op", "n", "mape", "median_ape", "worst_ape", "within_5"]].to_string(index=False))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--k", type=int, default=5)
@@ -147,6 +189,8 @@ def main() -> int:
         path = MEASURED / name
         if path.exists():
             run(arch, path, args.k)
+            if arch == "a5":
+                leave_one_op_out(path)
             if not args.no_nested:
                 nested(arch, path, args.k)
     return 0

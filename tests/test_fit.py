@@ -317,3 +317,15 @@ def test_a5_smooth_fit_pools_ops_that_share_a_body():
     got = fit.params({**keys[-1], "strategy": "2d-no-post-update"})
     want, _ = fm.cycles({**true_p, "p0": 41.0}, d, 400.0, 20.0, "2d")
     assert float(fm.cycles(*got, 400.0, 20.0, "2d")[0]) == pytest.approx(float(want), rel=0.03)
+    # written to a table, an op nobody measured that does the same work per chunk (TSUB) gets the shared body
+    from costmodel.models.params import ParamTable
+    from fit.a5_formula_fit import _smooth_rows
+
+    rows = _synthetic_rows(keys, C, R, y)
+    table = ParamTable(_smooth_rows(fit, rows, np.zeros(len(y)), "synthetic", {"TADD", "TMUL"})[0])
+    tsub = {**keys[0], "name": "TSUB"}
+    assert fm.lookup(table, tsub) is None  # neither the op nor its family was measured
+    p, dd, src = fm.lookup(table, tsub, "ld2 st1 simple1")
+    assert src == "body ld2 st1 simple1"
+    want, _ = fm.cycles({**true_p, "p0": 40.5}, d, 400.0, 20.0, "2d")  # between TADD's and TMUL's start
+    assert float(fm.cycles(p, dd, 400.0, 20.0, "2d")[0]) == pytest.approx(float(want), rel=0.03)

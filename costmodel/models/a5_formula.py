@@ -19,7 +19,8 @@ away, §8) and f prices its difference from the loop's trend — measured for wi
 costs 81 cycles, more than at 1x640 (65), fp8->fp32 1x64 92 against 88 at 1x320. Parameters live in data/formula_params.csv:
 `scope=dispatch` rows (per strategy) and `scope=op` rows (per key; a key fitted in the smooth form, see
 fit/a5_smooth_fit.py, carries its own d0..d3 and q), plus `scope=family` rows the fit writes
-for keys it never saw (same op and variant, per loop form). A key with neither has no formula estimate;
+for keys it never saw (same op and variant, per loop form) and `scope=body` rows for ops it never saw (the body
+shared by measured ops that do the same work per chunk, named by the chunk's signature). A key with neither has no formula estimate;
 the `auto` model then falls back to the pipeline model.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 from ..errors import NotModelledError
 from ..plan import Plan
 from ..request import Request
-from .a5_features import vf_trips
+from .a5_features import body_signature, vf_trips
 from .params import ParamTable, shipped
 
 P_TERMS = ("p0", "p1", "p2", "p3", "p4", "p5")
@@ -74,8 +75,11 @@ def features(C, R, dim) -> dict[str, np.ndarray]:
             "p5": ((C <= 1) & (two == 0)).astype(float)}
 
 
-def lookup(table: ParamTable, key: dict[str, str]) -> tuple[dict[str, float], dict[str, float], str] | None:
-    """Return (P coefficients, D coefficients, where P came from) for a key, or None if it has no parameters."""
+def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[str, float], dict[str, float], str] | None:
+    """Return (P coefficients, D coefficients, where P came from) for a key, or None if it has no parameters: the
+    key's own rows, else its family's (an unmeasured dtype of a measured op), else — given the plan's `sig`
+    (a5_features.body_signature) — the body that measured ops doing the same work per chunk share (an op nobody
+    measured: TADDS prices like TMINS and TNEG)."""
     p: dict[str, float] = {}
     own: dict[str, float] = {}  # a key fitted in the smooth form carries its own dispatch bound and q
     src = ""
@@ -95,6 +99,16 @@ def lookup(table: ParamTable, key: dict[str, str]) -> tuple[dict[str, float], di
             if row is not None and row.name == fam and row.strategy == key["strategy"]:
                 if t in P_TERMS:
                     p[t], src = row.value, f"family {fam}"
+                else:
+                    own[t] = row.value
+    if not p and sig:
+        for t in P_TERMS + D_TERMS + ("q",):
+            row = table.lookup("a5", "vf", "body", sig, t, dtype=key["dtype"], dst_dtype=key["dst_dtype"],
+                               strategy=key["strategy"])
+            if row is not None and (row.name, row.dtype, row.dst_dtype, row.strategy) == (
+                    sig, key["dtype"], key["dst_dtype"], key["strategy"]):
+                if t in P_TERMS:
+                    p[t], src = row.value, f"body {sig}"
                 else:
                     own[t] = row.value
     if not p:
@@ -147,7 +161,7 @@ class A5FormulaModel:
         smooth form's overlap of the two bounds)."""
         t = vf_trips(plan)
         key = key_of(plan.request, plan.strategy)
-        found = lookup(self.table or shipped(), key)
+        found = lookup(self.table or shipped(), key, body_signature(plan))
         if found is None:
             raise NotModelledError(f"no A5 formula parameters for {key['name']} {key['dtype']}"
                                    f"{'->' + key['dst_dtype'] if key['dst_dtype'] else ''} {plan.strategy}"

@@ -28,6 +28,7 @@ from ..errors import PtoCostError
 from ..isa_a5 import VfProgram
 from ..lower import lower as lower_request
 from ..lower.a5 import dispatch, vf
+from ..models.a5_features import body_signature
 from ..models.a5_formula import A5FormulaModel, key_of, lookup
 from ..models.a5_formula import cycles as formula_cycles
 from ..models.a5_pipeline import PipelineModel
@@ -255,6 +256,7 @@ def prepare(rep: Request, make, models) -> Prepared | None:
     if note:
         return Prepared(rep, make, (), (), note, (), (0, 0), buffers, a.dst.static_valid, None)
     table = (formula_model.table or shipped()) if formula_model is not None else None
+    sig = body_signature(plan_a)
     forms = []
     try:
         for s in names:
@@ -262,7 +264,7 @@ def prepare(rep: Request, make, models) -> Prepared | None:
             if f.legal_contiguous or f.legal_strided:
                 src = a if f.legal_contiguous else b
                 f.epr = vf.segments(src, s)[0].kernel.epr
-                found = lookup(table, key_of(src, s)) if table is not None else None
+                found = lookup(table, key_of(src, s), sig) if table is not None else None
                 if found is not None:
                     f.params, f.model = (found[0], found[1]), formula_model.name
                 else:
