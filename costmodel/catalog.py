@@ -30,13 +30,6 @@ class Instruction:
         """Return the dtype tokens accepted on `arch` (empty: not available there)."""
         return dict(self.dtypes).get(check_arch(arch), ())
 
-    def source_dtypes_on(self, arch: str) -> tuple[str, ...]:
-        """Return the source element types accepted on `arch` (the left side of `src>dst` pairs)."""
-        seen: dict[str, None] = {}
-        for tok in self.dtypes_on(arch):
-            seen[tok.split(">")[0]] = None
-        return tuple(seen)
-
     def check_dtype(self, arch: str, dt: DType, dst: DType | None = None) -> None:
         """Raise UnsupportedDtypeError unless the instruction accepts `dt` (-> `dst`) on `arch`."""
         toks = self.dtypes_on(arch)

@@ -69,12 +69,6 @@ def _boxed_offsets(tile: Tile) -> np.ndarray:
     return element_offsets(tile.layout, tile.rows, tile.cols, tile.dtype.bits // 8)
 
 
-def element_addr(base: int, r: np.ndarray, c: np.ndarray, tile: Tile) -> np.ndarray:
-    """Byte address of tile element (r, c) for a buffer at `base`."""
-    size = tile.dtype.bits // 8
-    return base + (r * tile.row_stride + c * tile.col_stride) * size
-
-
 def initial_image(plan: Plan, inputs: dict[str, np.ndarray], nbytes: int, seed: int) -> UnifiedBuffer:
     """Return a UB filled with random bytes, with every named input tile written at its buffer address."""
     ub = UnifiedBuffer(nbytes, np.random.default_rng(seed))

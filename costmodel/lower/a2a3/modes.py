@@ -14,7 +14,7 @@ grid). Each mode below returns the instruction sequence PTO issues for it:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ...arch import constants
@@ -195,6 +195,3 @@ def emit_steps(mode: str, steps: list[Step], vr: int, vc: int) -> list:
         out += emit(mode, step, vr, vc)
     return out
 
-
-def with_dst(step: Step, dst: Stream) -> Step:
-    return replace(step, dst=dst)
