@@ -2,15 +2,15 @@
 
     python benchmarks/accuracy.py [--k 5] [--no-nested]
 
-For each measured file: 5-fold cross-validation grouped by tile shape (a shape's rows are never in both
-train and test) and grouped by measured case (one case held out, other ops at its shape kept: how withheld
-measurements of the same campaign relate to published ones), reported per op and overall (MAPE, median and worst APE, share within 5 %), the same
-numbers in-sample with the shipped parameters, Kendall tau of the predicted vs measured order of strategies
-measured on the same shape, and the fit time; for A5, the formula on each op left out of its fit entirely (priced
-by the body of the measured ops doing the same work per chunk); then a nested cross-validation (the fit's own choices made inside
-each outer fold: the figure without selection bias). The A5 pipeline model's cross-validation and leave-one-op-out
-figures are in benchmarks/a5_pipeline.py (slower: it refits a simulator per fold). Skips cleanly when
-../shared/measured is absent.
+For each measured file: 5-fold cross-validation grouped by tile shape (a shape's rows are never in both train
+and test) and grouped by measured case (one case held out, the other ops at its shape kept: how withheld
+measurements of the same campaign relate to published ones), reported per op and overall (MAPE, median and worst
+APE, share within 5 %), the same numbers in-sample with the shipped parameters, Kendall tau of the predicted vs
+measured order of strategies measured on the same shape, and the fit time; for A5, the formula on each op left out
+of its fit entirely (priced by the body of the measured ops doing the same work per chunk); then a nested
+cross-validation (the fit's own choices made inside each outer fold: the figure without selection bias). The A5
+pipeline model's cross-validation and leave-one-op-out figures are in benchmarks/a5_pipeline.py (slower: it refits
+a simulator per fold). Skips cleanly when ../shared/measured is absent.
 """
 from __future__ import annotations
 

@@ -170,7 +170,6 @@ def lower_rows(trace: pd.DataFrame) -> tuple[list[dict[str, float]], list[int], 
     from costmodel import lower
     from costmodel.errors import PtoCostError
 
-
     feats, keep, notes = [], [], []
     for i, row in enumerate(trace.to_dict("records")):
         try:

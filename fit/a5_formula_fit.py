@@ -64,7 +64,6 @@ def lower_rows(trace: pd.DataFrame) -> tuple[Rows, list[int], list[str]]:
     from costmodel.errors import PtoCostError
     from costmodel.models.a5_features import body_signature, vf_trips
 
-
     keys, keep, notes, C, R = [], [], [], [], []
     for i, row in enumerate(trace.to_dict("records")):
         try:

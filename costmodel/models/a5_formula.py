@@ -14,14 +14,15 @@ one-chunk rows cost the op's 1D per-iteration slope per row — TEXP fp16 3.6, f
 a row of several chunks adds), so a key measured only on multi-chunk rows does not charge that overhead to
 one-chunk rows. The upstream `linear` and `nested_loop` forms are the special cases p2 = p3 = p4 = 0 and
 p2 = p3, p4 = 0; the m terms also carry the measured step of narrowing conversions between one and several
-chunks per row (costmodel.md §11, §13). A 1D program of one chunk is a flat program too (its loop is canonicalised
-away, §8) and f prices its difference from the loop's trend — measured for widening conversions: bf16->fp32 1x64
-costs 81 cycles, more than at 1x640 (65), fp8->fp32 1x64 92 against 88 at 1x320. Parameters live in data/formula_params.csv:
-`scope=dispatch` rows (per strategy) and `scope=op` rows (per key; a key fitted in the smooth form, see
-fit/a5_smooth_fit.py, carries its own d0..d3 and q), plus `scope=family` rows the fit writes
-for keys it never saw (same op and variant, per loop form) and `scope=body` rows for ops it never saw (the body
-shared by measured ops that do the same work per chunk, named by the chunk's signature). A key with neither has no formula estimate;
-the `auto` model then falls back to the pipeline model.
+chunks per row (costmodel.md §11, §13). A 1D program of one chunk is a flat program too (its loop is
+canonicalised away, §8) and f prices its difference from the loop's trend — measured for widening conversions:
+bf16->fp32 1x64 costs 81 cycles, more than at 1x640 (65), fp8->fp32 1x64 92 against 88 at 1x320.
+
+Parameters live in data/formula_params.csv: `scope=dispatch` rows (per strategy) and `scope=op` rows (per key; a
+key fitted in the smooth form, see fit/a5_smooth_fit.py, carries its own d0..d3 and q), plus `scope=family` rows
+the fit writes for keys it never saw (same op and variant, per loop form) and `scope=body` rows for ops it never
+saw (the body shared by measured ops that do the same work per chunk, named by the chunk's signature). A key with
+none of them has no formula estimate; the `auto` model then falls back to the pipeline model.
 """
 from __future__ import annotations
 
