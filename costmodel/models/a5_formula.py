@@ -99,7 +99,7 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
             row = table.lookup("a5", "vf", "family", fam, t, strategy=key["strategy"])
             if row is not None and row.name == fam and row.strategy == key["strategy"]:
                 if t in P_TERMS:
-                    p[t], src = row.value, f"family {fam}"
+                    p[t], src = row.value, f"the family {fam} ({key['dtype']} was not measured)"
                 else:
                     own[t] = row.value
     if not p and sig:
@@ -109,7 +109,8 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
             if row is not None and (row.name, row.dtype, row.dst_dtype, row.strategy) == (
                     sig, key["dtype"], key["dst_dtype"], key["strategy"]):
                 if t in P_TERMS:
-                    p[t], src = row.value, f"body {sig}"
+                    p[t], src = row.value, f"the body measured ops doing the same work per chunk share ({sig}; " \
+                                           f"{key['name']} was not measured)"
                 else:
                     own[t] = row.value
     if not p:
@@ -153,6 +154,7 @@ class A5FormulaModel:
     """The fast A5 model: one table lookup and a max of two affine forms per estimate."""
 
     name = "formula"
+    source = ""  # where the last plan's parameters came from when not its own key (an estimate note says so)
 
     def __init__(self, table: ParamTable | None = None):
         self.table = table
@@ -167,7 +169,8 @@ class A5FormulaModel:
             raise NotModelledError(f"no A5 formula parameters for {key['name']} {key['dtype']}"
                                    f"{'->' + key['dst_dtype'] if key['dst_dtype'] else ''} {plan.strategy}"
                                    f"{' ' + key['op_params'] if key['op_params'] else ''}; use --model pipeline")
-        p, d, _ = found
+        p, d, src = found
+        self.source = "" if src == "key" else src
         f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim).items()}
         D, P = bounds(p, d, f)
         total = float(combine(D, P, d))

@@ -8,20 +8,22 @@ from ..plan import Plan
 class FormulaThenPipeline:
     """Prices with the formula model when its table covers the key; otherwise with the pipeline simulation.
 
-    `name` reports which model priced the last plan, so every estimate says what it used.
+    `name` reports which model priced the last plan, so every estimate says what it used, and `source` where the
+    formula's parameters came from when they are not the request's own.
     """
 
     def __init__(self, formula, pipeline):
         self.formula = formula
         self.pipeline = pipeline
         self.name = formula.name
+        self.source = ""
 
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
         """Return (cycles, breakdown) from the formula model, falling back to the pipeline model."""
         try:
             out = self.formula.cost(plan)
-            self.name = self.formula.name
+            self.name, self.source = self.formula.name, getattr(self.formula, "source", "")
         except NotModelledError:
             out = self.pipeline.cost(plan)
-            self.name = self.pipeline.name
+            self.name, self.source = self.pipeline.name, ""
         return out
