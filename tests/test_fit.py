@@ -220,6 +220,10 @@ def test_fit_cli_dry_run_and_atomic_write(tmp_path):
     r = subprocess.run([sys.executable, "-m", "cli", "fit", str(bad), "-o", str(out)], capture_output=True, text=True,
                        cwd=ROOT, timeout=300)
     assert r.returncode == 2 and "missing column" in r.stderr and out.read_text() == "previous contents\n"
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(out), "--cv-group", "op"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 2 and "accepted: shape, measurement" in r.stderr and "Traceback" not in r.stderr
+    assert out.read_text() == "previous contents\n"
     fresh = tmp_path / "fresh.csv"
     r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(fresh)], capture_output=True,
                        text=True, cwd=ROOT, timeout=300)
