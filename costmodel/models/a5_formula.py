@@ -80,42 +80,29 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
     """Return (P coefficients, D coefficients, where P came from) for a key, or None if it has no parameters: the
     key's own rows, else its family's (an unmeasured dtype of a measured op), else — given the plan's `sig`
     (a5_features.body_signature) — the body that measured ops doing the same work per chunk share (an op nobody
-    measured: TADDS prices like TMINS and TNEG)."""
-    p: dict[str, float] = {}
-    own: dict[str, float] = {}  # a key fitted in the smooth form carries its own dispatch bound and q
-    src = ""
-    for t in P_TERMS + D_TERMS + ("q",):
-        row = table.lookup("a5", "vf", "op", key["name"], t, dtype=key["dtype"], dst_dtype=key["dst_dtype"],
-                           strategy=key["strategy"], op_params=key["op_params"])
-        if row is not None and (row.dtype, row.dst_dtype, row.strategy, row.op_params) == (
-                key["dtype"], key["dst_dtype"], key["strategy"], key["op_params"]):
-            if t in P_TERMS:
-                p[t], src = row.value, "key"
-            else:
-                own[t] = row.value
-    if not p:
-        fam = family_of(key)
-        for t in P_TERMS + D_TERMS + ("q",):  # a smooth-form family row carries its own d0..d3 and q
-            row = table.lookup("a5", "vf", "family", fam, t, strategy=key["strategy"])
-            if row is not None and row.name == fam and row.strategy == key["strategy"]:
-                if t in P_TERMS:
-                    p[t], src = row.value, f"the family {fam} ({key['dtype']} was not measured)"
-                else:
-                    own[t] = row.value
-    if not p and sig:
+    measured: TADDS prices like TMINS and TNEG). Rows fitted in the smooth form carry their own d0..d3 and q."""
+    fam = family_of(key)
+    types = {"dtype": key["dtype"], "dst_dtype": key["dst_dtype"]}
+    sources = [("op", key["name"], {**types, "op_params": key["op_params"]}, "key"),
+               ("family", fam, {}, f"the family {fam} ({key['dtype']} was not measured)")]
+    if sig:
+        sources.append(("body", sig, types, f"the body measured ops doing the same work per chunk share ({sig}; "
+                                             f"{key['name']} was not measured)"))
+    for scope, name, fields, src in sources:
+        p: dict[str, float] = {}
+        own: dict[str, float] = {}
         for t in P_TERMS + D_TERMS + ("q",):
-            row = table.lookup("a5", "vf", "body", sig, t, dtype=key["dtype"], dst_dtype=key["dst_dtype"],
-                               strategy=key["strategy"])
-            if row is not None and (row.name, row.dtype, row.dst_dtype, row.strategy) == (
-                    sig, key["dtype"], key["dst_dtype"], key["strategy"]):
-                if t in P_TERMS:
-                    p[t], src = row.value, f"the body measured ops doing the same work per chunk share ({sig}; " \
-                                           f"{key['name']} was not measured)"
-                else:
-                    own[t] = row.value
-    if not p:
+            row = table.lookup("a5", "vf", scope, name, t, strategy=key["strategy"], **fields)
+            # exact rows only: a wildcard row of another scope's shape must not stand in for this one
+            if row is None or row.name != name or row.strategy != key["strategy"] or any(
+                    getattr(row, f) != v for f, v in fields.items()):
+                continue
+            (p if t in P_TERMS else own)[t] = row.value
+        if p:
+            break
+    else:
         return None
-    if p and own:
+    if own:
         return p, own, src
     d = {}
     for t in D_TERMS:
