@@ -199,11 +199,13 @@ def ops(
             raise PtoCostError(f"unknown family {family!r}; families: {', '.join(families())}")
         rows = [i for i in rows if i.family == family]
     archs = [arch] if arch else ["a2a3", "a5"]
+    priced = {i.name: _a5_priced_by(i) for i in rows if "a5" in archs and modelled("a5", i.family, i.name)}
     if json_out:
         render.emit_json({"instructions": [
             {"name": i.name, "family": i.family, "pipe": i.pipe, "summary": i.summary,
              **{f"{a}_dtypes": list(i.dtypes_on(a)) for a in archs},
-             **{f"{a}_modelled": modelled(a, i.family, i.name) for a in archs}} for i in rows]})
+             **{f"{a}_modelled": modelled(a, i.family, i.name) for a in archs},
+             **({"a5_priced_by": priced[i.name]} if i.name in priced else {})} for i in rows]})
         return
     from rich.table import Table
 
@@ -213,10 +215,31 @@ def ops(
     for a in archs:
         t.add_column(f"{a} dtypes")
     t.add_column("modelled")
+    if priced:
+        t.add_column("a5 priced by", no_wrap=True)
     for i in rows:
         mod = ",".join(a for a in archs if modelled(a, i.family, i.name)) or "-"
-        t.add_row(i.name, i.family, *(" ".join(i.dtypes_on(a)) or "-" for a in archs), mod)
+        extra = [priced.get(i.name, "-")] if priced else []
+        t.add_row(i.name, i.family, *(" ".join(i.dtypes_on(a)) or "-" for a in archs), mod, *extra)
     render.console().print(t)
+
+
+def _a5_priced_by(ins) -> str:
+    """Which A5 model prices the instruction by default (on 8x256 of its f32 form — a conversion from f32 to
+    another type — else its first dtype): `formula`
+    (its own measured parameters), `family` (the formula of another dtype of it), `siblings` (the formula body that
+    measured ops doing the same work per chunk share) or `pipeline`."""
+    import costmodel
+    from costmodel.errors import PtoCostError
+
+    toks = ins.dtypes_on("a5")
+    tok = next((t for t in toks if t.split(">")[0] == "f32" and t != "f32>f32"), toks[0])
+    src, _, dst = tok.partition(">")
+    try:
+        e = costmodel.estimate(ins.name, "8x256", src, arch="a5", verify=False, **({"dst_dtype": dst} if dst else {}))
+    except PtoCostError:
+        return "-"
+    return {"family": "family", "body": "siblings"}.get(e.params_from, e.model)
 
 
 @app.command()

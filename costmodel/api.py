@@ -51,9 +51,9 @@ def estimate_request(req: Request, *, model: str = "auto", verify: bool = True, 
     else:
         verified, note = None, "not checked (verify=False)"
     src = getattr(m, "source", "")
-    notes = p.notes + ((f"formula parameters of {src}",) if src else ())
+    notes = p.notes + ((f"formula parameters of {m.source_note}",) if src else ())
     return Estimate(req.op, req.arch, strategy, m.name, float(cycles), tuple(breakdown), verified, note, source,
-                    arch_source, p, req, notes)
+                    arch_source, p, req, notes, params_from=src)
 
 
 def estimate(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = None, strategy: str | None = None,

@@ -73,6 +73,7 @@ class Estimate:
     request: Any = field(default=None, repr=False, compare=False)
     notes: tuple[str, ...] = ()
     trace: Any = field(default=None, repr=False, compare=False)
+    params_from: str = ""  # formula parameters not the request's own: "family" (another dtype) or "body" (siblings)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the estimate (no plan objects)."""
@@ -90,6 +91,8 @@ class Estimate:
             "verify_note": self.verify_note,
             "notes": list(self.notes),
         }
+        if self.params_from:
+            out["params_from"] = self.params_from
         if req is not None:
             out["tiles"] = {
                 k: {"shape": [t.rows, t.cols], "valid": [t.valid_rows, t.valid_cols], "dtype": t.dtype.name,

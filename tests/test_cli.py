@@ -90,8 +90,14 @@ def test_ops_lists_the_catalogue():
     # "modelled" is per op: a family's lowering may cover only some of its ops
     modelled = {i["name"]: i["a2a3_modelled"] for i in doc["instructions"]}
     assert modelled["TSEL"] and modelled["TGATHER"] and not modelled["TSELS"] and not modelled["TGATHERB"]
-    a5 = {i["name"]: i["a5_modelled"] for i in json.loads(run("ops", "--arch", "a5", "--json").stdout)["instructions"]}
+    doc5 = json.loads(run("ops", "--arch", "a5", "--json").stdout)["instructions"]
+    a5 = {i["name"]: i["a5_modelled"] for i in doc5}
     assert a5["TSEL"] and a5["TCVT"] and not a5["TSELS"] and not a5["TGATHER"] and not a5["TPARTARGMAX"]
+    # which model prices each modelled op: measured ops by their own formula, unmeasured ones by their measured
+    # siblings' body, an op with no measured sibling (TRSQRT: two SFU ops per chunk) by the pipeline
+    by = {i["name"]: i.get("a5_priced_by") for i in doc5}
+    assert by["TADD"] == by["TCVT"] == "formula" and by["TABS"] == by["TADDS"] == "siblings"
+    assert by["TRSQRT"] == "pipeline" and by["TSELS"] is None
 
 
 def test_compare_across_arches_lists_both():

@@ -81,12 +81,14 @@ def _chunk_body(body: tuple) -> tuple:
 
 def body_signature(plan: Plan) -> str:
     """Return what bounds a chunk of the plan's work: its loads and stores and its busiest compute unit with the
-    number of ops on it — the SFU (exp, ln, sqrt, div) if any op uses it, else the simple EXU ops (costmodel.md §8
-    functional units). Ops with one signature emit the same work per chunk (TADD/TSUB/TMUL: two loads, one simple
-    op, one store) and measure alike: within 1-2 cycles at every shape measured for several of them."""
-    from .a5_pipeline_uarch import SFU_OPS
+    number of ops on it — the SFU (exp, ln, sqrt, div) if any op uses it, else conversions, else the simple EXU ops
+    (costmodel.md §8 functional units). Ops with one signature emit the same work per chunk (TADD/TSUB/TMUL: two
+    loads, one simple op, one store) and measure alike: within 1-2 cycles at every shape measured for several of
+    them; an SFU-bound chunk measures the same with or without a simple op beside it (TDIVS = TRECIP)."""
+    from .a5_pipeline_uarch import CONVERT_OPS, SFU_OPS
 
-    loads = stores = sfu = simple = 0
+    loads = stores = 0
+    ops = {"sfu": 0, "cvt": 0, "simple": 0}
     for prog in plan.body:
         if not isinstance(prog, VfProgram):
             continue
@@ -95,7 +97,6 @@ def body_signature(plan: Plan) -> str:
             loads += unit == "load"
             stores += unit == "store"
             if unit == "vector":
-                sfu += ins.op in SFU_OPS
-                simple += ins.op not in SFU_OPS
-    busy = f"sfu{sfu}" if sfu else f"simple{simple}"
-    return f"ld{loads} st{stores} {busy}"
+                ops["sfu" if ins.op in SFU_OPS else "cvt" if ins.op in CONVERT_OPS else "simple"] += 1
+    busy = next((u for u in ("sfu", "cvt") if ops[u]), "simple")
+    return f"ld{loads} st{stores} {busy}{ops[busy]}"

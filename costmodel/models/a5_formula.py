@@ -77,17 +77,16 @@ def features(C, R, dim) -> dict[str, np.ndarray]:
 
 
 def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[str, float], dict[str, float], str] | None:
-    """Return (P coefficients, D coefficients, where P came from) for a key, or None if it has no parameters: the
-    key's own rows, else its family's (an unmeasured dtype of a measured op), else — given the plan's `sig`
-    (a5_features.body_signature) — the body that measured ops doing the same work per chunk share (an op nobody
-    measured: TADDS prices like TMINS and TNEG). Rows fitted in the smooth form carry their own d0..d3 and q."""
-    fam = family_of(key)
+    """Return (P coefficients, D coefficients, where P came from: "key", "family" or "body") for a key, or None if
+    it has no parameters: the key's own rows, else its family's (an unmeasured dtype of a measured op), else —
+    given the plan's `sig` (a5_features.body_signature) — the body that measured ops doing the same work per chunk
+    share (an op nobody measured: TADDS prices like TMINS and TNEG). Rows fitted in the smooth form carry their own
+    d0..d3 and q."""
     types = {"dtype": key["dtype"], "dst_dtype": key["dst_dtype"]}
     sources = [("op", key["name"], {**types, "op_params": key["op_params"]}, "key"),
-               ("family", fam, {}, f"the family {fam} ({key['dtype']} was not measured)")]
+               ("family", family_of(key), {}, "family")]
     if sig:
-        sources.append(("body", sig, types, f"the body measured ops doing the same work per chunk share ({sig}; "
-                                             f"{key['name']} was not measured)"))
+        sources.append(("body", sig, types, "body"))
     for scope, name, fields, src in sources:
         p: dict[str, float] = {}
         own: dict[str, float] = {}
@@ -141,7 +140,8 @@ class A5FormulaModel:
     """The fast A5 model: one table lookup and a max of two affine forms per estimate."""
 
     name = "formula"
-    source = ""  # where the last plan's parameters came from when not its own key (an estimate note says so)
+    source = ""  # where the last plan's parameters came from when not its own key: "family" or "body"
+    source_note = ""  # the same in words, for the estimate's notes
 
     def __init__(self, table: ParamTable | None = None):
         self.table = table
@@ -158,6 +158,9 @@ class A5FormulaModel:
                                    f"{' ' + key['op_params'] if key['op_params'] else ''}; use --model pipeline")
         p, d, src = found
         self.source = "" if src == "key" else src
+        self.source_note = {"key": "", "family": f"the family {family_of(key)} ({key['dtype']} was not measured)",
+                            "body": f"the body measured ops doing the same work per chunk share "
+                                    f"({body_signature(plan)}; {key['name']} was not measured)"}[src]
         f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim).items()}
         D, P = bounds(p, d, f)
         total = float(combine(D, P, d))

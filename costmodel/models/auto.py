@@ -16,14 +16,15 @@ class FormulaThenPipeline:
         self.formula = formula
         self.pipeline = pipeline
         self.name = formula.name
-        self.source = ""
+        self.source = self.source_note = ""
 
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
         """Return (cycles, breakdown) from the formula model, falling back to the pipeline model."""
         try:
             out = self.formula.cost(plan)
             self.name, self.source = self.formula.name, getattr(self.formula, "source", "")
+            self.source_note = getattr(self.formula, "source_note", "")
         except NotModelledError:
             out = self.pipeline.cost(plan)
-            self.name, self.source = self.pipeline.name, ""
+            self.name, self.source, self.source_note = self.pipeline.name, "", ""
         return out
