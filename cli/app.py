@@ -225,10 +225,10 @@ def ops(
 
 
 def _a5_priced_by(ins) -> str:
-    """Which A5 model prices the instruction by default (on 8x256 of its f32 form — a conversion from f32 to
-    another type — else its first dtype): `formula`
-    (its own measured parameters), `family` (the formula of another dtype of it), `siblings` (the formula body that
-    measured ops doing the same work per chunk share) or `pipeline`."""
+    """Return which A5 model prices the instruction by default, judged on 8x256 of its f32 form (for a conversion,
+    f32 to another type; else its first dtype): `formula` (its own measured parameters), `family` (the formula of
+    another dtype of it), `siblings` (the formula body that measured ops doing the same work per chunk share) or
+    `pipeline`."""
     import costmodel
     from costmodel.errors import PtoCostError
 

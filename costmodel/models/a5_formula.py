@@ -83,11 +83,10 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
     share (an op nobody measured: TADDS prices like TMINS and TNEG). Rows fitted in the smooth form carry their own
     d0..d3 and q."""
     types = {"dtype": key["dtype"], "dst_dtype": key["dst_dtype"]}
-    sources = [("op", key["name"], {**types, "op_params": key["op_params"]}, "key"),
-               ("family", family_of(key), {}, "family")]
+    sources = [("op", key["name"], {**types, "op_params": key["op_params"]}), ("family", family_of(key), {})]
     if sig:
-        sources.append(("body", sig, types, "body"))
-    for scope, name, fields, src in sources:
+        sources.append(("body", sig, types))
+    for scope, name, fields in sources:
         p: dict[str, float] = {}
         own: dict[str, float] = {}
         for t in P_TERMS + D_TERMS + ("q",):
@@ -101,6 +100,7 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
             break
     else:
         return None
+    src = "key" if scope == "op" else scope
     if own:
         return p, own, src
     d = {}
