@@ -74,12 +74,11 @@ def run(arch: str, path: Path, k: int) -> None:
     print("cv: folds hold out whole tile shapes (every op at a shape); case: folds hold out single measured cases "
           "(other ops at the shape stay in, as for withheld measurements of a measured campaign); in: shipped "
           "parameters, in-sample")
-    cv = _table(used, "cv_cycles")
-    case = _table(used, "case_cycles")[["op", "mape", "within_5", "worst_ape"]].add_suffix("_case").rename(
-        columns={"op_case": "op"})
-    ins = _table(shipped[shipped["predicted_cycles"].notna()], "predicted_cycles")
-    both = cv.add_suffix("_cv").rename(columns={"op_cv": "op"}).merge(case, on="op").merge(
-        ins.add_suffix("_in").rename(columns={"op_in": "op"}), on="op")
+    tables = {"cv": _table(used, "cv_cycles"),
+              "case": _table(used, "case_cycles")[["op", "mape", "within_5", "worst_ape"]],
+              "in": _table(shipped[shipped["predicted_cycles"].notna()], "predicted_cycles")}
+    both = pd.concat([t.set_index("op").add_suffix(f"_{name}") for name, t in tables.items()], axis=1,
+                     join="inner").reset_index()
     with pd.option_context("display.width", 250, "display.max_rows", 100, "display.float_format", "{:.2f}".format):
         print(both.rename(columns=lambda c: c.replace("_ape", "")).to_string(index=False))
     if "vf_impl_kind" in used and used["vf_impl_kind"].astype(str).str.len().any():

@@ -175,6 +175,7 @@ _NO_CATALOGUE = {  # measured ops that are not PTO catalogue instructions
                  "catalogue entry and is not modelled",
 }
 
+
 def trace_request(row: Any) -> tuple[Any, str]:
     """Return (request, note) of one trace row. A row whose operand tiles cannot sit side by side in the unified
     buffer was nevertheless measured, so its test must have run in place: it is modelled with dst overwriting the

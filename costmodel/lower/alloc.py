@@ -23,7 +23,7 @@ def allocate(arch: str, tiles: list[tuple[str, Tile]], scratch: list[tuple[str, 
             out.append(Buffer(name, tile, out[0].offset))
             continue
         out.append(Buffer(name, tile, addr, scratch=(name, tile) in list(scratch)))
-        addr += _aligned(tile.nbytes, align)
+        addr += aligned(tile.nbytes, align)
     if addr > limit:
         raise ShapeError(overflow_message(arch, [(b.name, b.nbytes) for b in out if b.name != alias], addr, limit))
     return tuple(out)
@@ -32,11 +32,17 @@ def allocate(arch: str, tiles: list[tuple[str, Tile]], scratch: list[tuple[str, 
 def ub_need(arch: str, tiles: list[tuple[str, Tile]]) -> int:
     """Return the unified-buffer bytes the tiles take side by side (each rounded up to the UB alignment)."""
     align = constants(arch).ub_align_bytes
-    return sum(_aligned(t.nbytes, align) for _, t in tiles)
+    return sum(aligned(t.nbytes, align) for _, t in tiles)
 
 
-def _aligned(nbytes: int, align: int) -> int:
+def aligned(nbytes: int, align: int) -> int:
+    """Return `nbytes` rounded up to a multiple of `align` (the space a buffer takes in the unified buffer)."""
     return -(-nbytes // align) * align
+
+
+def buffers_end(buffers: tuple[Buffer, ...] | list[Buffer], align: int) -> int:
+    """Return the unified-buffer address just past the last of the placed buffers (each rounded up to `align`)."""
+    return max(b.offset + aligned(b.nbytes, align) for b in buffers)
 
 
 def overflow_message(arch: str, used: list[tuple[str, int]], need: int, limit: int) -> str:

@@ -26,6 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import PtoCostError
+from ..lower.alloc import aligned, overflow_message
 from ..request import Request
 
 VECTOR_FAMILIES = ("unary", "binary", "binary_scalar")
@@ -135,7 +136,6 @@ def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows
     and a constant byte size) exceed the unified buffer (lower/alloc.py); one message per distinct tile size,
     kept in `cache` (size -> message) across the chunks of a group."""
     from ..arch import constants
-    from ..lower.alloc import overflow_message
 
     if not len(rows):
         return None
@@ -149,9 +149,7 @@ def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows
         msg = cache.get(size)
         if msg is None:
             used = [(name, (size * bits + 7) // 8 if bits else const) for name, bits, const in named]
-            need = 0
-            for _, nbytes in used:
-                need += -(-nbytes // align) * align
+            need = sum(aligned(nbytes, align) for _, nbytes in used)
             msg = cache[size] = overflow_message(arch, used, need, limit)
         messages.append(msg)
     return Errors(np.asarray(rows, dtype=np.int64), code.ravel(), messages)
@@ -234,7 +232,7 @@ def ub_need(buffers: list[tuple[int, int]], shapes: Shapes, align: int) -> np.nd
         need = need + count * cdiv(cdiv(numel * bits, 8), align) * align
     for bits, const in buffers:
         if not bits:
-            need = need + -(-const // align) * align
+            need = need + aligned(const, align)
     return np.broadcast_to(need, numel.shape)
 
 

@@ -31,6 +31,7 @@ from ..isa_a2a3 import FULL_MASK, Addr, continuous_mask
 from ..lower.a2a3 import elementwise, modes, sequence
 from ..lower.a2a3.steps import LoopStep, build_one, lane_ratio
 from ..lower.a2a3.table import LoweringRow, alternatives, lowering_row
+from ..lower.alloc import buffers_end
 from ..models.a2a3_intrinsic import (
     BINARY_ALU,
     IntrinsicModel,
@@ -140,8 +141,7 @@ def _row_form(rep: Request, row: LoweringRow, table) -> RowForm | None:
         else:
             return None
     rep_shapes = Shapes(*(np.array([v]) for v in (rep.dst.rows, rep.dst.cols, rep.dst.valid_rows, rep.dst.valid_cols)))
-    end = max(b.offset + -(-b.nbytes // _A.ub_align_bytes) * _A.ub_align_bytes for b in bufs)
-    if int(ub_need(buffers, rep_shapes, _A.ub_align_bytes)[0]) != end:  # the placement is not the one assumed
+    if int(ub_need(buffers, rep_shapes, _A.ub_align_bytes)[0]) != buffers_end(bufs, _A.ub_align_bytes):  # the placement is not the one assumed
         return None
     # parameters, in the order plan_features first meets each key: per step its head, then its tail at the barrier
     startup_keys: dict[str, int] = {}

@@ -28,6 +28,7 @@ from ..errors import PtoCostError
 from ..isa_a5 import VfProgram
 from ..lower import lower as lower_request
 from ..lower.a5 import dispatch, vf
+from ..lower.alloc import buffers_end
 from ..models.a5_features import body_signature
 from ..models.a5_formula import A5FormulaModel, key_of, lookup
 from ..models.a5_formula import cycles as formula_cycles
@@ -249,7 +250,7 @@ def prepare(rep: Request, make, models) -> Prepared | None:
     names = tuple(legal_a)
     buffers = tuple((t.dtype.bits, 0) for _, t in a.tiles)
     a_sh = Shapes(*(np.array([v]) for v in (1, 256, 1, 256)))
-    end = max(buf.offset + -(-buf.nbytes // _A.ub_align_bytes) * _A.ub_align_bytes for buf in plan_a.buffers)
+    end = buffers_end(plan_a.buffers, _A.ub_align_bytes)
     if len(plan_a.buffers) != len(a.tiles) or int(ub_need(list(buffers), a_sh, _A.ub_align_bytes)[0]) != end:
         return None
     code = {s: j for j, s in enumerate(names)}
