@@ -36,6 +36,7 @@ FREE: tuple[tuple[str, float, float, float | None, str], ...] = (
     ("store_ii", 0.2, 4.0, 1.0, "cycles"),
     ("ptr_latency", 0.2, 10.0, None, "cycles"),
     ("agu_ii", 0.0, 4.0, None, "cycles"),
+    ("agu_lead", 0.0, 60.0, None, "cycles"),
     ("pack_store_serial", 0.0, 60.0, None, "cycles"),
     ("pack_store_pu_gap", 0.0, 300.0, None, "cycles"),
     ("pred_latency", 0.2, 10.0, 1.0, "cycles"),
@@ -153,7 +154,7 @@ def _depends(tpl: Template, loops_nested: bool) -> set[str]:
         if ins.post:
             dep.add("ptr_latency")
         if ins.agu:
-            dep.add("agu_ii")
+            dep |= {"agu_ii", "agu_lead"}
         if ins.pack:
             dep |= {"pack_store_serial", "pack_store_pu_gap"}
         if ins.unit == "pred":

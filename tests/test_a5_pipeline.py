@@ -93,6 +93,16 @@ def test_2d_explicit_addresses_share_one_address_unit():
     assert tr.issue == pytest.approx([20.0, 22.0, 20.02])  # two row-indexed addresses in order; the 1-term one is free
 
 
+def test_address_unit_runs_ahead_of_dispatch_by_its_lead():
+    ua = A5Uarch(**{**HAND.__dict__, "dispatch_width": 100.0, "agu_ii": 2.0, "agu_lead": 3.0, "store_ii": 0.5,
+                    "load_ii": 0.5})
+    addr = Addr("src", 32, Affine(0, (("r", 64), ("j", 64))))
+    body = tuple(Vlds(f"v{k}", addr, "f32") for k in range(3))
+    _, tr = _run(_prog(*body, form="2d-no-post-update"), ua)
+    # addresses from 20 - 3 = 17 on, one per 2 cycles (17, 19, 21); an access still issues no earlier than it dispatches
+    assert tr.issue == pytest.approx([20.0, 20.01, 21.0])
+
+
 def test_window_stalls_dispatch():
     ua = A5Uarch(**{**HAND.__dict__, "dispatch_width": 100.0, "window": 1, "alu_latency": 10.0})
     chain = (VOp("vadd", "f32", "v1", ("v0", "v0")), VOp("vadd", "f32", "v2", ("v1", "v1")),

@@ -271,7 +271,7 @@ class PipelineModel:
         agu = [k for k in present if tpl.instrs[k].agu]
         if agu:
             n_agu = sum(counts[k] for k in agu)
-            out["agu"] = S + D + (n_agu - 1) * ua.agu_ii + min(lat[tpl.instrs[k].cls] for k in agu)
+            out["agu"] = S - ua.agu_lead + D + (n_agu - 1) * ua.agu_ii + min(lat[tpl.instrs[k].cls] for k in agu)
         out["latency"] = self.program_cycles(tpl, trips, mode="latency")
         return tuple(out.items())
 

@@ -272,7 +272,8 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
     all_ports = [p for plist in ports.values() for p in plist]
     innermost = [lp.innermost for lp in tpl.loops]
     iter_gap, outer_gap, loop_entry, agu_ii, ptr_latency = ua.iter_gap, ua.outer_gap, ua.loop_entry, ua.agu_ii, ua.ptr_latency
-    agu_free, agu_by = S, -1
+    agu_lead = ua.agu_lead
+    agu_free, agu_by = S - agu_lead, -1
     ready = [S] * tpl.n_regs        # time a register's value is usable
     writer = [-1] * tpl.n_regs      # dynamic index of its producer
     window = max(1, int(ua.window))
@@ -351,7 +352,7 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
                     t, iwhy, iby, iat = prev[0] + serial + pu_gap, "pack_store", prev[1], "i"
         # ---- address unit: explicit 2D addresses are generated in program order, one per agu_ii
         if ins.agu and not latency_only:
-            a = max(d, agu_free)
+            a = max(d - agu_lead, agu_free)
             agu_free = a + agu_ii
             if a > t:
                 t, iwhy, iby, iat = a, "agu", agu_by, "i"
