@@ -134,7 +134,7 @@ def test_vector_classes():
 
 
 # --------------------------------------------------------------------------------------------------------
-CASES = [("TADD", (10, 224), (10, 192), "f32", {}), ("TMINS", (20, 1312), (20, 1280), "f32", {"scalar": 1.0}),
+CASES = [("TADD", (10, 224), (10, 192), "f32", {}), ("TSUB", (10, 1312), (10, 1280), "f32", {}), ("TMINS", (20, 1312), (20, 1280), "f32", {"scalar": 1.0}),
          ("TEXP", (3, 1344), (3, 1280), "f16", {}), ("TCVT", (3, 448), (3, 384), "f32", {"dst_dtype": "fp8_e4m3"}),
          ("TCVT", (10, 1344), (10, 1280), "bf16", {"dst_dtype": "f16"}), ("TDIVS", (1, 1280), (1, 1280), "f32", {"scalar": 2.0}),
          ("TRECIP", (2, 160), (2, 128), "f32", {"precision": "high_precision"}), ("TSEL", (2, 640), (2, 512), "i8", {})]
@@ -146,9 +146,16 @@ def test_breakdown_sums_to_cycles_and_bounds_hold(op, shape, valid, dt, kw):
     r = PipelineModel().simulate(p)
     assert math.isfinite(r.cycles) and r.cycles > 0
     assert sum(v for _, v in r.breakdown) == pytest.approx(r.cycles, abs=1e-6)
+    assert min(v for _, v in r.breakdown) >= -1e-6  # a critical path only ever moves forward in time
     assert max(v for _, v in r.bounds) <= r.cycles + 1e-6
     assert set(r.bottleneck) <= {k for k, _ in r.bounds}
     assert PipelineModel().simulate(p).cycles == r.cycles  # deterministic
+
+
+def test_address_bound_program_charges_its_address_unit():
+    p = api.plan("TSUB", (10, 1312), "f32", "a5", valid=(10, 1280))
+    terms = dict(PipelineModel().simulate(p).breakdown)
+    assert max(terms, key=terms.get) == "agu" and terms["agu"] > 0.5 * sum(terms.values())
 
 
 def test_critical_path_of_a_hand_schedule():

@@ -199,8 +199,10 @@ def expand(tpl: Template, trips: tuple[int, ...]) -> list[int]:
 class Trace:
     """Per dynamic instruction stamps; `why_*` name the binding constraint, `by_*` the instruction behind it.
 
-    `by_*` is the dynamic index of the causing instruction (-1: none) and `at_*` whether its dispatch ('d') or
-    issue ('i') stamp is the predecessor on a critical path.
+    `by_*` is the dynamic index of the causing instruction (-1: none) and `at_*` whether its dispatch ('d'), issue
+    ('i') or address ('a') stamp is the predecessor on a critical path. `agu` is the time the address unit produced
+    an explicit address (NaN for instructions without one); `by_agu`/`at_agu` say what bound it: the previous address
+    ('a') or, running ahead, the instruction's own dispatch ('d').
     """
 
     static: list[int] = field(default_factory=list)
@@ -215,6 +217,9 @@ class Trace:
     why_issue: list[str] = field(default_factory=list)
     by_issue: list[int] = field(default_factory=list)
     at_issue: list[str] = field(default_factory=list)
+    agu: list[float] = field(default_factory=list)
+    by_agu: list[int] = field(default_factory=list)
+    at_agu: list[str] = field(default_factory=list)
     end: float = 0.0
     startup: float = 0.0
     drain: float = 0.0
@@ -351,11 +356,12 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
                 if prev is not None and prev[0] + serial + pu_gap > t:
                     t, iwhy, iby, iat = prev[0] + serial + pu_gap, "pack_store", prev[1], "i"
         # ---- address unit: explicit 2D addresses are generated in program order, one per agu_ii
+        a, aby, aat = float("nan"), -1, ""
         if ins.agu and not latency_only:
-            a = max(d - agu_lead, agu_free)
+            a, aby, aat = (d - agu_lead, n, "d") if d - agu_lead >= agu_free else (agu_free, agu_by, "a")
             agu_free = a + agu_ii
             if a > t:
-                t, iwhy, iby, iat = a, "agu", agu_by, "i"
+                t, iwhy, iby, iat = a, "agu", n, "a"
             agu_by = n
         # ---- ports
         dur = dur_of[item]
@@ -422,6 +428,9 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
             tr.why_issue.append(iwhy)
             tr.by_issue.append(iby)
             tr.at_issue.append(iat)
+            tr.agu.append(a)
+            tr.by_agu.append(aby)
+            tr.at_agu.append(aat)
         n += 1
     total = end + ua.drain
     if record:

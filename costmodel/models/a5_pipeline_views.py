@@ -49,12 +49,14 @@ def critical_path(tr: Trace) -> dict[str, float]:
         guard += 1
         if point == "i":
             t, why, by, at = tr.issue[node], tr.why_issue[node], tr.by_issue[node], tr.at_issue[node]
+        elif point == "a":
+            t, why, by, at = tr.agu[node], "agu", tr.by_agu[node], tr.at_agu[node]
         else:
             t, why, by, at = tr.dispatch[node], tr.why_dispatch[node], tr.by_dispatch[node], tr.at_dispatch[node]
         if by < 0 or (by == node and at == point):
             terms[_TERM.get(why, "frontend")] += t - tr.startup
             break
-        prev = tr.issue[by] if at == "i" else tr.dispatch[by]
+        prev = {"i": tr.issue, "a": tr.agu, "d": tr.dispatch}[at][by]
         terms[_TERM.get(why, "frontend")] += t - prev
         node, point = by, at
     return terms
