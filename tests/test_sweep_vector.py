@@ -415,3 +415,17 @@ def test_dask_partitions_give_the_local_frame_exactly():
     finally:
         client.close()
         cluster.close()
+
+
+def test_a5_overflow_says_when_writing_dst_over_the_first_source_would_fit(monkeypatch):
+    # three 20x1312 f32 tiles (315 KB) overflow A5's 256 KB UB; two fit, and every A5 VF op can run in place
+    # (on A2/A3 only the in-place sequences can; a 60x1312 TEXP does not fit even in place)
+    frame = pd.DataFrame({"op": ["TADD", "TADD", "TEXP"], "dtype": "f32", "arch": ["a5", "a2a3", "a5"],
+                          "rows": [20, 20, 60], "cols": [1312, 1312, 1312]})
+    slow = sweep(frame, vectorised=False)
+    _no_fallback(monkeypatch)
+    fast = sweep(frame)
+    pd.testing.assert_frame_equal(fast, slow, **SAME_VALUES)
+    hint = fast["note"].str.contains("with --in-place (dst over src0) it would fit", regex=False)
+    assert hint.tolist() == [True, False, False] and fast["note"].str.contains("unified buffer").all()
+    assert api.estimate("TADD", (20, 1312), "f32", "a5", in_place=True).cycles > 0

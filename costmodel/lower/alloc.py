@@ -7,6 +7,10 @@ from ..plan import Buffer
 from ..tiles import Tile
 
 
+# targets whose every op may run in place (lower/a5/vf.py `lower`); on A2/A3 only the in-place sequences can
+IN_PLACE_ANY_OP = frozenset({"a5"})
+
+
 def allocate(arch: str, tiles: list[tuple[str, Tile]], scratch: list[tuple[str, Tile]] = (), *,
              reserve_tmp_window: bool = False, alias: str | None = None) -> tuple[Buffer, ...]:
     """Return buffers at consecutive 32-byte aligned UB addresses (the source named `alias`, if any, at the first
@@ -25,7 +29,12 @@ def allocate(arch: str, tiles: list[tuple[str, Tile]], scratch: list[tuple[str, 
         out.append(Buffer(name, tile, addr, scratch=(name, tile) in list(scratch)))
         addr += aligned(tile.nbytes, align)
     if addr > limit:
-        raise ShapeError(overflow_message(arch, [(b.name, b.nbytes) for b in out if b.name != alias], addr, limit))
+        try:
+            same_first = alias is None and bool(alias_source(list(tiles)))
+        except ParamError:
+            same_first = False
+        raise ShapeError(overflow_message(arch, [(b.name, b.nbytes) for b in out if b.name != alias], addr, limit,
+                                          same_first))
     return tuple(out)
 
 
@@ -45,10 +54,16 @@ def buffers_end(buffers: tuple[Buffer, ...] | list[Buffer], align: int) -> int:
     return max(b.offset + aligned(b.nbytes, align) for b in buffers)
 
 
-def overflow_message(arch: str, used: list[tuple[str, int]], need: int, limit: int) -> str:
-    """The error of buffers (name, bytes) that need `need` bytes of a `limit`-byte unified buffer."""
+def overflow_message(arch: str, used: list[tuple[str, int]], need: int, limit: int, same_first: bool = False) -> str:
+    """The error of buffers (name, bytes; dst first) that need `need` bytes of a `limit`-byte unified buffer; where
+    every op may write dst over its first source (IN_PLACE_ANY_OP) it says so when that would fit. `same_first`: the
+    first source has dst's tile shape and element width (`alias_source`)."""
     listed = ", ".join(f"{name} {nbytes} B" for name, nbytes in used)
-    return f"operands need {need} B of unified buffer but {arch} has {limit} B ({listed})"
+    message = f"operands need {need} B of unified buffer but {arch} has {limit} B ({listed})"
+    if arch in IN_PLACE_ANY_OP and same_first and len(used) > 1:
+        if need - aligned(used[0][1], constants(arch).ub_align_bytes) <= limit:
+            message += f"; with --in-place (dst over {used[1][0]}) it would fit"
+    return message
 
 
 def alias_source(tiles: list[tuple[str, Tile]]) -> str:

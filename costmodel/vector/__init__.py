@@ -150,7 +150,8 @@ def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows
         if msg is None:
             used = [(name, (size * bits + 7) // 8 if bits else const) for name, bits, const in named]
             need = sum(aligned(nbytes, align) for _, nbytes in used)
-            msg = cache[size] = overflow_message(arch, used, need, limit)
+            same_first = len(named) > 1 and named[0][1] == named[1][1] > 0  # both rows x cols tiles of one width
+            msg = cache[size] = overflow_message(arch, used, need, limit, same_first)
         messages.append(msg)
     return Errors(np.asarray(rows, dtype=np.int64), code.ravel(), messages)
 
