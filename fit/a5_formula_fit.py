@@ -404,6 +404,13 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             for t in list(fm.TERMS[strategy[:2]]) + list(fm.D_TERMS) + ["q"]:
                 out.append(ParamRow("a5", "vf", "body", key["sig"], key["dtype"], key["dst_dtype"], strategy, "", t,
                                     float(values[t]), None, n, None, f"{src}; body shared by the measured ops of this work"))
+    # the address bound (models/a5_formula.py), shared by every op: its start includes the loop form's offset like
+    # every other start written here
+    form, n_form = fm.ADDRESS_FORM, int((rows.strategy == fm.ADDRESS_FORM).sum())
+    for t, v in smooth.address.items():
+        out.append(ParamRow("a5", "vf", "dispatch", "*", "*", "", form, "", t,
+                            float(v + (smooth.offset.get(form, 0.0) if t == "a0" else 0.0)), None, n_form, None,
+                            f"{src}; address bound of the smooth form (per explicit load / store and chunk)"))
     for fam, (n, key) in sorted(best.items()):
         dims = {key["strategy"][:2]} if key["name"] in PER_FORM_BODIES else {"1d", "2d"}
         for strategy in [s for d in sorted(dims) for s in forms[d]]:

@@ -1,8 +1,9 @@
 """The A5 formula's second candidate form: a smooth maximum of the bounds, one resource form per op body.
 
-    cycles = smax_q(D, P),  smax_q(a, b) = (a^q + b^q)^(1/q)
+    cycles = smax_q(D, P, A),  smax_q(a, b, c) = (a^q + b^q + c^q)^(1/q)
     D   = off_s + d0 + d1·C + d2·R·s + d3·R·m                per 1D/2D shape (dispatch, shared by every op)
     P   = off_s + a_b + p_b·C + r_b·R·s + (mr_b·R + mc_b·C)·m + f_b·f  per op body b (op, dtype, dst dtype, variant)
+    A   = off_s + a0 + (al·loads + as·stores)·C              2D no-post-update only (addresses, shared by every op)
 
 s and m mark 2D programs whose rows hold one chunk and several, f a 1D program of one chunk (models/a5_formula.py); off_s is a start offset
 per loop form s (post-update or not: the same loop nest, addressed differently).
@@ -30,7 +31,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.sparse import lil_matrix
 
-from costmodel.models.a5_formula import cycles, family_of, features, smooth_max
+from costmodel.models.a5_formula import address_counts, cycles, family_of, features, smooth_max
 
 PER_FORM_BODIES = ("TCVT",)
 DISPATCH_TERMS = ("d0", "d1", "d2", "d3")
@@ -52,6 +53,9 @@ UPPER = {"d0": 120.0, "d1": 3.0, "d2": 30.0, "d3": 30.0, "off": 20.0, "a": 500.0
          "f": 500.0, "da": 30.0, "dp": 5.0}
 START = {"d0": 50.0, "d1": 1.0, "d2": 1.0, "d3": 4.0, "off": 0.0, "a": 40.0, "p": 1.0, "r": 0.0, "mr": 0.0, "mc": 0.0, "f": 0.0, "da": 0.0, "dp": 0.0}
 Q_START, Q_RANGE = 8.0, (1.5, 200.0)
+# the address bound (models/a5_formula.py): start, cost per explicit load and per explicit store and chunk
+ADDRESS_TERMS = ("a0", "al", "as")
+ADDRESS_START, ADDRESS_LOWER, ADDRESS_UPPER = (30.0, 0.7, 0.7), (0.0, 0.0, 0.0), (200.0, 4.0, 4.0)
 
 
 def member_of(key: dict[str, str]) -> str:
@@ -71,13 +75,15 @@ def body_of(key: dict[str, str]) -> str:
 @dataclass(frozen=True)
 class SmoothFit:
     """Fitted values: the dispatch bound per 1D/2D shape (d0..d3), a start offset per loop form, per body
-    (a, p, r, mr, mc, f), per op body its deviation from the shared body (da, dp), and the sharpness q."""
+    (a, p, r, mr, mc, f), per op body its deviation from the shared body (da, dp), the sharpness q, and the address
+    bound's a0, al, as."""
 
     dispatch: dict[str, dict[str, float]]
     offset: dict[str, float]
     body: dict[str, dict[str, float]]
     q: float
     member: dict[str, dict[str, float]] = field(default_factory=dict)
+    address: dict[str, float] = field(default_factory=dict)
 
     def params(self, key: dict[str, str]) -> tuple[dict[str, float], dict[str, float]] | None:
         """Return (P coefficients p0..p5, D coefficients d0..d3 and q) for a key, or None if its body or form is
@@ -88,7 +94,11 @@ class SmoothFit:
         m = self.member.get(member_of(key), {"da": 0.0, "dp": 0.0})
         p = {"p0": b["a"] + m["da"] + off, "p1": b["p"] + m["dp"], "p2": b["r"], "p3": b["mr"], "p4": b["mc"],
              "p5": b["f"]}
-        return p, {**d, "d0": d["d0"] + off, "q": self.q}
+        d = {**d, "d0": d["d0"] + off, "q": self.q}
+        loads, stores = address_counts(key.get("sig", ""), key["strategy"])
+        if self.address and loads + stores:
+            d["a0"], d["ac"] = self.address["a0"] + off, self.address["al"] * loads + self.address["as"] * stores
+        return p, d
 
 
 def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
@@ -105,29 +115,34 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     mi = np.array([members.index(member_of(k)) for k in keys])
     per_form = np.zeros(len(bodies))
     per_form[[bodies.index(body_of(k)) for k in keys if k["name"] in PER_FORM_BODIES]] = 1.0
+    counts = np.array([address_counts(k.get("sig", ""), k["strategy"]) for k in keys], dtype=float).reshape(-1, 2)
+    addressed = counts.sum(axis=1) > 0
     y = rows.y[idx]
     f = features(rows.C[idx], rows.R[idx], rows.dim[idx])
     nD, nS, nB, nM, n = len(dims), len(strategies), len(bodies), len(members), len(idx)
-    # parameter vector: dispatch terms per dim, one offset per loop form, body terms per body, member deviations, log q
+    # parameter vector: dispatch terms per dim, one offset per loop form, body terms per body, member deviations,
+    # the address bound's three terms, log q
     o_off = len(DISPATCH_TERMS) * nD
     o_body = o_off + nS
     o_mem = o_body + len(BODY_TERMS) * nB
+    o_addr = o_mem + len(MEMBER_TERMS) * nM
     prior_at = np.array([j for j, s in enumerate(strategies) if s in OFFSET_PRIOR], dtype=int)
     prior = np.array([OFFSET_PRIOR[strategies[j]] for j in prior_at])
 
     def split(th):
         return (th[:o_off].reshape(-1, nD), th[o_off:o_body], th[o_body:o_mem].reshape(-1, nB),
-                th[o_mem:-1].reshape(-1, nM), th[-1])
+                th[o_mem:o_addr].reshape(-1, nM), th[o_addr:-1], th[-1])
 
     def predict(th):
-        (d0, d1, d2, d3), off, (a, p, r, mr, mc, fl), (da, dp), lq = split(th)
+        (d0, d1, d2, d3), off, (a, p, r, mr, mc, fl), (da, dp), (a0, al, as_), lq = split(th)
         D = off[si] + d0[di] + d1[di] * f["p1"] + d2[di] * f["p2"] + d3[di] * f["p3"]
         P = (off[si] + a[bi] + da[mi] + (p[bi] + dp[mi]) * f["p1"] + r[bi] * f["p2"] + mr[bi] * f["p3"]
              + mc[bi] * f["p4"] + fl[bi] * f["p5"])
-        return smooth_max(D, P, np.exp(lq))
+        A = np.where(addressed, off[si] + a0 + (al * counts[:, 0] + as_ * counts[:, 1]) * f["p1"], 0.0)
+        return smooth_max(D, P, np.exp(lq), A)
 
     def residuals(th):
-        (_, d1, _, _), off, (_, _, r, mr, mc, fl), (da, dp), _ = split(th)
+        (_, d1, _, _), off, (_, _, r, mr, mc, fl), (da, dp), _, _ = split(th)
         return np.concatenate([(predict(th) - y) / y, PENALTY["r"] * r, PENALTY["m"] * mr * (1 - per_form),
                                PENALTY["m"] * mc * (1 - per_form),
                                PENALTY["m"] * fl * (1 - per_form) + PENALTY["f"] * fl * per_form,
@@ -138,7 +153,7 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     # their own parameter
     penalised = (2, 3, 4, 5)  # body terms with a penalty row: r, mr, mc, f
     o_pen = n + len(penalised) * nB + len(MEMBER_TERMS) * nM
-    J = lil_matrix((o_pen + nD + len(prior_at), o_mem + len(MEMBER_TERMS) * nM + 1), dtype=int)
+    J = lil_matrix((o_pen + nD + len(prior_at), o_addr + len(ADDRESS_TERMS) + 1), dtype=int)
     rowsel = np.arange(n)
     for t in range(len(DISPATCH_TERMS)):
         J[rowsel, t * nD + di] = 1
@@ -148,6 +163,8 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     for t in range(len(MEMBER_TERMS)):
         J[rowsel, o_mem + t * nM + mi] = 1
     J[:n, -1] = 1
+    for t in range(len(ADDRESS_TERMS)):
+        J[rowsel[addressed], o_addr + t] = 1
     for j, t in enumerate(penalised):
         J[n + j * nB + np.arange(nB), o_body + t * nB + np.arange(nB)] = 1
     for t in range(len(MEMBER_TERMS)):
@@ -155,21 +172,22 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     J[o_pen + np.arange(nD), nD + np.arange(nD)] = 1
     J[o_pen + nD + np.arange(len(prior_at)), o_off + prior_at] = 1
 
-    def vec(table, q):
+    def vec(table, address, q):
         return np.concatenate([np.full(nD, table[t]) for t in DISPATCH_TERMS] + [np.full(nS, table["off"])]
                               + [np.full(nB, table[t]) for t in BODY_TERMS]
-                              + [np.full(nM, table[t]) for t in MEMBER_TERMS] + [[np.log(q)]])
+                              + [np.full(nM, table[t]) for t in MEMBER_TERMS] + [address, [np.log(q)]])
 
-    lo, hi = vec(LOWER, Q_RANGE[0]), vec(UPPER, Q_RANGE[1])
-    x0 = np.clip(vec(START, Q_START), lo + 1e-9, hi - 1e-9)
+    lo, hi = vec(LOWER, ADDRESS_LOWER, Q_RANGE[0]), vec(UPPER, ADDRESS_UPPER, Q_RANGE[1])
+    x0 = np.clip(vec(START, ADDRESS_START, Q_START), lo + 1e-9, hi - 1e-9)
     sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.03, jac_sparsity=J.tocsr(),
                         max_nfev=3000, ftol=1e-6, x_scale="jac")
-    Dv, off, B, M, lq = split(sol.x)
+    Dv, off, B, M, Ad, lq = split(sol.x)
     return SmoothFit({d: dict(zip(DISPATCH_TERMS, map(float, Dv[:, j]))) for j, d in enumerate(dims)},
                      {s: float(off[j]) for j, s in enumerate(strategies)},
                      {b: dict(zip(BODY_TERMS, map(float, B[:, j]))) for j, b in enumerate(bodies)},
                      float(np.exp(lq)),
-                     {m: dict(zip(MEMBER_TERMS, map(float, M[:, j]))) for j, m in enumerate(members)})
+                     {m: dict(zip(MEMBER_TERMS, map(float, M[:, j]))) for j, m in enumerate(members)},
+                     dict(zip(ADDRESS_TERMS, map(float, Ad))) if addressed.any() else {})
 
 
 def predict_smooth(fit: SmoothFit, rows, idx: np.ndarray) -> np.ndarray:

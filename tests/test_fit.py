@@ -173,6 +173,47 @@ def test_a5_smooth_fit_recovers_a_shared_body_across_loop_forms():
     assert float(fm.cycles(p16, d16, 200.0, 10.0, "2d")[0]) == pytest.approx(float(fm.cycles(p32, d32, 200.0, 10.0, "2d")[0]))
 
 
+def test_a5_address_bound_is_fitted_shared_and_applied_to_2d_no_post_update_programs_only():
+    """Programs whose accesses compute their address (2D no-post-update) pay a bound per explicit load and store;
+    the fit recovers it from two bodies, and through the written table it reaches a 2D program of an op it never
+    saw, not a 1D one."""
+    from costmodel.models import a5_formula as fm
+    from costmodel.models.params import ParamTable
+    from fit.a5_formula_fit import _smooth_rows
+    from fit.a5_smooth_fit import fit_smooth, predict_smooth
+
+    assert fm.address_counts("ld2 st1 simple1", "2d-no-post-update") == (2, 1)
+    assert fm.address_counts("ld2 st1 simple1", "1d-post-update") == (0, 0)
+    rng = np.random.default_rng(5)
+    disp = {"1d-post-update": {"d0": 52.0, "d1": 1.0, "d2": 0.0, "d3": 0.0},
+            "2d-no-post-update": {"d0": 50.0, "d1": 1.0, "d2": 1.5, "d3": 5.0}}
+    bodies = {"TADD": ("ld2 st1 simple1", 40.0, 1.25), "TMINS": ("ld1 st1 simple1", 42.0, 1.0)}
+    keys, C, R, y = [], [], [], []
+    for op, (sig, a, p1) in bodies.items():
+        for strategy, d in disp.items():
+            for _ in range(30):
+                r = 1 if strategy.startswith("1d") else int(rng.integers(1, 21))
+                c = r * int(rng.integers(1, 21))
+                f = fm.features(c, r, strategy[:2])
+                D, P = fm.bounds({"p0": a, "p1": p1}, d, f)
+                loads, stores = fm.address_counts(sig, strategy)
+                A = 20.0 + 1.0 * loads * c if loads else 0.0
+                keys.append({"name": op, "dtype": "f32", "dst_dtype": "", "strategy": strategy, "op_params": "",
+                             "sig": sig})
+                C.append(c), R.append(r), y.append(float(fm.smooth_max(D, P, 8.0, A)))
+    rows = _synthetic_rows(keys, C, R, y)
+    fit = fit_smooth(rows, np.arange(len(y)))
+    assert np.max(np.abs(predict_smooth(fit, rows, np.arange(len(y))) - rows.y) / rows.y) < 0.02
+    assert fit.address["al"] == pytest.approx(1.0, abs=0.1) and fit.address["as"] < 0.2
+    table = ParamTable(_smooth_rows(fit, rows, np.zeros(len(y)), "synthetic", {"TADD", "TMINS"})[0])
+    tsub = {"name": "TSUB", "dtype": "f32", "dst_dtype": "", "strategy": "2d-no-post-update", "op_params": ""}
+    p, d, src = fm.lookup(table, tsub, "ld2 st1 simple1")
+    assert src == "body" and d["ac"] == pytest.approx(2 * fit.address["al"] + fit.address["as"])
+    # 20 rows of 20 chunks: the two explicit loads bind (2 x 400 + 20), not the body's 40 + 1.25 x 400
+    assert float(fm.cycles(p, d, 400.0, 20.0, "2d")[0]) == pytest.approx(820.0, rel=0.03)
+    assert "ac" not in fm.lookup(table, {**tsub, "strategy": "1d-post-update"}, "ld2 st1 simple1")[1]
+
+
 def test_smooth_max_lies_between_the_max_and_its_q_root_bound():
     from costmodel.models.a5_formula import smooth_max
 

@@ -18,6 +18,13 @@ chunks per row (costmodel.md §11, §13). A 1D program of one chunk is a flat pr
 canonicalised away, §8) and f prices its difference from the loop's trend — measured for widening conversions:
 bf16->fp32 1x64 costs 81 cycles, more than at 1x640 (65), fp8->fp32 1x64 92 against 88 at 1x320.
 
+In 2D no-post-update programs every access computes its address from the row and chunk indices (costmodel.md §7),
+and a third bound competes with the two: A = a0 + (al·loads + as·stores)·C over the chunk loop's explicit loads and
+stores (`address_counts`), with a0, al and as shared by every op (`scope=dispatch` rows of that loop form). Measured:
+TADD, TSUB and TMUL (two loads) cost 2.07 cycles a chunk in that form at 400 chunks, TMINS and TNEG (one load) about
+1.2, while in 1D post-update the same bodies cost 1.2-1.3 and 1.0; the fit puts al near 1 and as near 0. It applies
+to keys fitted in the smooth form.
+
 Parameters live in data/formula_params.csv: `scope=dispatch` rows (per strategy) and `scope=op` rows (per key; a
 key fitted in the smooth form, see fit/a5_smooth_fit.py, carries its own d0..d3 and q), plus `scope=family` rows
 the fit writes for keys it never saw (same op and variant, per loop form) and `scope=body` rows for ops it never
@@ -25,6 +32,8 @@ saw (the body shared by measured ops that do the same work per chunk, named by t
 none of them has no formula estimate; the `auto` model then falls back to the pipeline model.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -38,9 +47,12 @@ P_TERMS = ("p0", "p1", "p2", "p3", "p4", "p5")
 TERMS = {"1d": ("p0", "p1", "p5"), "2d": ("p0", "p1", "p2", "p3", "p4")}  # the P terms a 1D/2D program has
 D_TERMS = ("d0", "d1", "d2", "d3")
 D_FEATURE = {"d0": "p0", "d1": "p1", "d2": "p2", "d3": "p3"}  # the feature each dispatch term multiplies
+A_TERMS = ("a0", "al", "as")  # the address bound's start and cost per explicit load / store and chunk
+ADDRESS_FORM = "2d-no-post-update"  # the loop form whose accesses all compute their address (costmodel.md §7)
 # how the breakdown names each term of the binding bound
 ROLE = {"p0": "startup", "d0": "startup", "p1": "iterations", "p4": "iterations", "d1": "iterations",
-        "p2": "rows", "p3": "rows", "d2": "rows", "d3": "rows", "p5": "flat program"}
+        "p2": "rows", "p3": "rows", "d2": "rows", "d3": "rows", "p5": "flat program", "a0": "startup",
+        "ac": "addresses"}
 BITS = {"f32": 32, "i32": 32, "u32": 32, "f16": 16, "bf16": 16, "i16": 16, "u16": 16, "i8": 8, "u8": 8,
         "fp8_e4m3": 8, "fp8_e5m2": 8, "hif8": 8, "fp4_e1m2": 4, "fp4_e2m1": 4, "i64": 64, "u64": 64}
 
@@ -76,6 +88,13 @@ def features(C, R, dim) -> dict[str, np.ndarray]:
             "p5": ((C <= 1) & (two == 0)).astype(float)}
 
 
+def address_counts(sig: str, strategy: str) -> tuple[int, int]:
+    """Return (loads, stores) of the chunk loop that compute their address from the loop indices: those of the body
+    signature (a5_features.body_signature, "ld2 st1 ...") in the ADDRESS_FORM loop form, else none."""
+    m = re.match(r"ld(\d+) st(\d+)", sig or "")
+    return (int(m.group(1)), int(m.group(2))) if m and strategy == ADDRESS_FORM else (0, 0)
+
+
 def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[str, float], dict[str, float], str] | None:
     """Return (P coefficients, D coefficients, where P came from: "key", "family" or "body") for a key, or None if
     it has no parameters: the key's own rows, else its family's (an unmeasured dtype of a measured op), else —
@@ -101,12 +120,15 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
     else:
         return None
     src = "key" if scope == "op" else scope
-    if own:
-        return p, own, src
-    d = {}
-    for t in D_TERMS:
+    dispatch = {}
+    for t in D_TERMS + A_TERMS:
         row = table.lookup("a5", "vf", "dispatch", "*", t, strategy=key["strategy"])
-        d[t] = 0.0 if row is None else row.value
+        if row is not None and (t in D_TERMS or row.strategy == key["strategy"]):
+            dispatch[t] = row.value
+    d = own or {t: dispatch.get(t, 0.0) for t in D_TERMS}
+    loads, stores = address_counts(sig, key["strategy"])
+    if "q" in d and "a0" in dispatch and loads + stores:
+        d = {**d, "a0": dispatch["a0"], "ac": dispatch.get("al", 0.0) * loads + dispatch.get("as", 0.0) * stores}
     return p, d, src
 
 
@@ -117,27 +139,36 @@ def bounds(p: dict[str, float], d: dict[str, float], f: dict[str, np.ndarray]) -
     return D, P
 
 
-def combine(D, P, d: dict[str, float]) -> np.ndarray:
-    """Return max(D, P), or the smooth maximum (D^q + P^q)^(1/q) where d carries a sharpness q."""
-    return smooth_max(D, P, d["q"]) if d.get("q") else np.maximum(D, P)
+def address_bound(d: dict[str, float], f: dict[str, np.ndarray]):
+    """Return the address bound A = a0 + ac·C over features `f`, or 0 where `d` has none (lookup adds a0 and ac,
+    the program's address cost per chunk)."""
+    return d["a0"] + d["ac"] * f["p1"] if "ac" in d else 0.0
+
+
+def combine(D, P, d: dict[str, float], A=0.0) -> np.ndarray:
+    """Return max(D, P, A), or the smooth maximum (D^q + P^q + A^q)^(1/q) where d carries a sharpness q."""
+    return smooth_max(D, P, d["q"], A) if d.get("q") else np.maximum(np.maximum(D, P), A)
 
 
 def cycles(p: dict[str, float], d: dict[str, float], C, R, dim) -> tuple[np.ndarray, np.ndarray]:
     """Return (cycles, resource bound P) for arrays of chunks and rows."""
-    D, P = bounds(p, d, features(C, R, dim))
-    return combine(D, P, d), P
+    f = features(C, R, dim)
+    D, P = bounds(p, d, f)
+    return combine(D, P, d, address_bound(d, f)), P
 
 
-def smooth_max(D, P, q: float) -> np.ndarray:
-    """Return (D^q + P^q)^(1/q) elementwise, computed without overflow (both clipped at one cycle)."""
+def smooth_max(D, P, q: float, A=0.0) -> np.ndarray:
+    """Return (D^q + P^q + A^q)^(1/q) elementwise, computed without overflow (D and P clipped at one cycle; A, a
+    bound only some programs have, at zero)."""
     D = np.maximum(np.asarray(D, dtype=float), 1.0)
     P = np.maximum(np.asarray(P, dtype=float), 1.0)
-    top = np.maximum(D, P)
-    return top * ((D / top) ** q + (P / top) ** q) ** (1.0 / q)
+    A = np.maximum(np.asarray(A, dtype=float), 0.0)
+    top = np.maximum(np.maximum(D, P), A)
+    return top * ((D / top) ** q + (P / top) ** q + (A / top) ** q) ** (1.0 / q)
 
 
 class A5FormulaModel:
-    """The fast A5 model: one table lookup and a max of two affine forms per estimate."""
+    """The fast A5 model: one table lookup and a max of affine bounds per estimate."""
 
     name = "formula"
     source = ""  # where the last plan's parameters came from when not its own key: "family" or "body"
@@ -163,11 +194,15 @@ class A5FormulaModel:
                                     f"({body_signature(plan)}; {key['name']} was not measured)"}[src]
         f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim).items()}
         D, P = bounds(p, d, f)
-        total = float(combine(D, P, d))
-        coeffs, feature = (p, {t: t for t in P_TERMS}) if P >= D else (d, D_FEATURE)
+        A = float(address_bound(d, f))
+        total = float(combine(D, P, d, A))
+        if A > max(P, D):
+            coeffs, feature = d, {"a0": "p0", "ac": "p1"}
+        else:
+            coeffs, feature = (p, {t: t for t in P_TERMS}) if P >= D else (d, D_FEATURE)
         parts: dict[str, float] = {}
         for t, col in feature.items():
             parts[ROLE[t]] = parts.get(ROLE[t], 0.0) + coeffs.get(t, 0.0) * f[col]
-        # the smooth form's excess over the binding bound: both bounds compete near their crossover
-        parts["bound overlap"] = total - max(P, D)
+        # the smooth form's excess over the binding bound: the bounds compete near their crossover
+        parts["bound overlap"] = total - max(P, D, A)
         return total, tuple((k, v) for k, v in parts.items() if v)
