@@ -149,8 +149,8 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
                                PENALTY["da"] * da, PENALTY["dp"] * dp, PENALTY["d1"] * (d1 - 1.0),
                                PENALTY["off"] * (off[prior_at] - prior)])
 
-    # which residual depends on which parameter: the row's dim, loop form, body and member, and q; penalties on
-    # their own parameter
+    # which residual depends on which parameter: the row's dim, loop form, body and member, and q (and the address
+    # terms, for rows of the address loop form); penalties on their own parameter
     penalised = (2, 3, 4, 5)  # body terms with a penalty row: r, mr, mc, f
     o_pen = n + len(penalised) * nB + len(MEMBER_TERMS) * nM
     J = lil_matrix((o_pen + nD + len(prior_at), o_addr + len(ADDRESS_TERMS) + 1), dtype=int)
