@@ -350,6 +350,24 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     out: list[ParamRow] = []
     report = []
     forms = {"1d": ("1d-post-update", "1d-no-post-update"), "2d": ("2d-no-post-update", "2d-post-update")}
+
+    def strategies_of(key: dict, measured: set[str]) -> list[str]:
+        # a body shared by both shapes of loop predicts all four forms; a per-form body only its own shape's
+        dims = {s[:2] for s in measured} if key["name"] in PER_FORM_BODIES else {"1d", "2d"}
+        return [s for d in sorted(dims) for s in forms[d]]
+
+    def write(scope: str, name: str, dtype: str, dst: str, op_params: str, key: dict, strategies: list[str], n: int,
+              cv: float | None, note) -> None:
+        """Append the P, D and q rows `smooth.params` gives `key` in each strategy (`note(strategy)`: the source)."""
+        for strategy in strategies:
+            got = smooth.params({**key, "strategy": strategy})
+            if got is None:
+                continue
+            values = {**got[0], **got[1]}
+            for t in list(fm.TERMS[strategy[:2]]) + list(fm.D_TERMS) + ["q"]:
+                out.append(ParamRow("a5", "vf", scope, name, dtype, dst, strategy, op_params, t, float(values[t]), None,
+                                    n, cv, note(strategy)))
+
     member_rows: dict[str, list[int]] = {}
     seen = {}  # each measured key (any loop form of its body)
     for i, key in enumerate(rows.keys):
@@ -362,31 +380,11 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
         idx = member_rows[member]
         n, cv = len(idx), (float(np.nanmean(ape[idx])) if np.isfinite(ape[idx]).any() else None)
         measured = {rows.keys[i]["strategy"] for i in idx}
-        # a body shared by both shapes of loop predicts all four forms; a per-form body only its own shape's
-        dims = {s[:2] for s in measured} if key["name"] in PER_FORM_BODIES else {"1d", "2d"}
-        for strategy in [s for d in sorted(dims) for s in forms[d]]:
-            k = {**key, "strategy": strategy}
-            got = smooth.params(k)
-            if got is None:
-                continue
-            p, d = got
-            terms = list(fm.TERMS[strategy[:2]]) + list(fm.D_TERMS) + ["q"]
-            note = src if strategy in measured else f"{src}; body measured in {', '.join(sorted(measured))} only"
-            for t in terms:
-                out.append(ParamRow("a5", "vf", "op", k["name"], k["dtype"], k["dst_dtype"], strategy, k["op_params"],
-                                    t, float({**p, **d}[t]), None, n, cv, note))
+        write("op", key["name"], key["dtype"], key["dst_dtype"], key["op_params"], key, strategies_of(key, measured), n,
+              cv, lambda s, m=measured: src if s in m else f"{src}; body measured in {', '.join(sorted(m))} only")
         label = member if body == member else f"{member} (curve {body})"
         report.append({"parameter": f"{label} (smooth, all forms)", "n_obs": n, "cv_mape": cv,
                        **{t: v for t, v in smooth.params({**key, "strategy": sorted(measured)[0]})[0].items()}})
-    # a key nobody measured (another dtype of a measured op) falls back to its family: the op's body measured on
-    # most rows, in every loop form — a 256-byte chunk is the same work whatever the element type (measured:
-    # TADD f16 1x1280 and f32 1x640, ten chunks each, cost 67 cycles alike; so do TMINS f16 and f32, 64)
-    best: dict[str, tuple[int, dict]] = {}
-    for member, key in seen.items():
-        n = len(member_rows[member])
-        fam = fm.family_of(key)
-        if n > best.get(fam, (0, {}))[0]:
-            best[fam] = (n, key)
     # an op nobody measured falls back to the body that measured ops doing the same work per chunk share (their
     # deviations left out): leave-one-op-out, such a body predicts each pooled op within 0.9-2.6 % MAPE
     bodies: dict[str, tuple[int, dict]] = {}
@@ -396,14 +394,8 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             n = bodies.get(body, (0, key))[0] + len(member_rows[member])
             bodies[body] = (n, key)
     for body, (n, key) in sorted(bodies.items()):
-        for strategy in forms["1d"] + forms["2d"]:
-            got = smooth.params({**key, "name": "", "strategy": strategy})
-            if got is None:
-                continue
-            values = {**got[0], **got[1]}
-            for t in list(fm.TERMS[strategy[:2]]) + list(fm.D_TERMS) + ["q"]:
-                out.append(ParamRow("a5", "vf", "body", key["sig"], key["dtype"], key["dst_dtype"], strategy, "", t,
-                                    float(values[t]), None, n, None, f"{src}; body shared by the measured ops of this work"))
+        write("body", key["sig"], key["dtype"], key["dst_dtype"], "", {**key, "name": ""}, forms["1d"] + forms["2d"], n,
+              None, lambda s: f"{src}; body shared by the measured ops of this work")
     # the address bound (models/a5_formula.py), shared by every op: its start includes the loop form's offset like
     # every other start written here
     form, n_form = fm.ADDRESS_FORM, int((rows.strategy == fm.ADDRESS_FORM).sum())
@@ -411,15 +403,16 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
         out.append(ParamRow("a5", "vf", "dispatch", "*", "*", "", form, "", t,
                             float(v + (smooth.offset.get(form, 0.0) if t == "a0" else 0.0)), None, n_form, None,
                             f"{src}; address bound of the smooth form (per explicit load / store and chunk)"))
+    # a key nobody measured (another dtype of a measured op) falls back to its family: the op's body measured on
+    # most rows, in every loop form — a 256-byte chunk is the same work whatever the element type (measured:
+    # TADD f16 1x1280 and f32 1x640, ten chunks each, cost 67 cycles alike; so do TMINS f16 and f32, 64)
+    best: dict[str, tuple[int, dict]] = {}
+    for member, key in seen.items():
+        n = len(member_rows[member])
+        fam = fm.family_of(key)
+        if n > best.get(fam, (0, {}))[0]:
+            best[fam] = (n, key)
     for fam, (n, key) in sorted(best.items()):
-        dims = {key["strategy"][:2]} if key["name"] in PER_FORM_BODIES else {"1d", "2d"}
-        for strategy in [s for d in sorted(dims) for s in forms[d]]:
-            got = smooth.params({**key, "strategy": strategy})
-            if got is None:
-                continue
-            values = {**got[0], **got[1]}
-            terms = list(fm.TERMS[strategy[:2]]) + list(fm.D_TERMS) + ["q"]
-            for t in terms:
-                out.append(ParamRow("a5", "vf", "family", fam, "*", "", strategy, "", t, float(values[t]), None, n,
-                                    None, f"{src}; smooth-form body of {key['dtype']} (the family's most measured)"))
+        write("family", fam, "*", "", "", key, strategies_of(key, {key["strategy"]}), n, None,
+              lambda s, dt=key["dtype"]: f"{src}; smooth-form body of {dt} (the family's most measured)")
     return out, report

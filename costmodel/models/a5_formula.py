@@ -182,7 +182,8 @@ class A5FormulaModel:
         smooth form's overlap of the two bounds)."""
         t = vf_trips(plan)
         key = key_of(plan.request, plan.strategy)
-        found = lookup(self.table or shipped(), key, body_signature(plan))
+        sig = body_signature(plan)
+        found = lookup(self.table or shipped(), key, sig)
         if found is None:
             raise NotModelledError(f"no A5 formula parameters for {key['name']} {key['dtype']}"
                                    f"{'->' + key['dst_dtype'] if key['dst_dtype'] else ''} {plan.strategy}"
@@ -191,7 +192,7 @@ class A5FormulaModel:
         self.source = "" if src == "key" else src
         self.source_note = {"key": "", "family": f"the family {family_of(key)} ({key['dtype']} was not measured)",
                             "body": f"the body measured ops doing the same work per chunk share "
-                                    f"({body_signature(plan)}; {key['name']} was not measured)"}[src]
+                                    f"({sig}; {key['name']} was not measured)"}[src]
         f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim).items()}
         D, P = bounds(p, d, f)
         A = float(address_bound(d, f))
