@@ -54,6 +54,21 @@ def _start_split(table: ParamTable, cls: str) -> tuple[float, float]:
     return ((h / total, t / total) if total else (1.0, 0.0))
 
 
+def class_prior(table: ParamTable, cls: str, base: str) -> float | None:
+    """Return a class's reference value for `start` (head + tail) or `rep` (per repeat); None if it has none."""
+    if base == "start":
+        h, t = _prior(table, "intrinsic", cls, "head"), _prior(table, "intrinsic", cls, "tail")
+        return None if h is None and t is None else (h or 0.0) + (t or 0.0)
+    return _prior(table, "intrinsic", cls, "per_repeat")
+
+
+def family_prior(table: ParamTable, family: str, base: str) -> float:
+    """Return the mean reference value of a cost family's members that have one (0 if none has)."""
+    members = [c for c, f in families().items() if f == family] or ["default"]
+    vals = [v for v in (class_prior(table, c, base) for c in members) if v is not None]
+    return float(np.mean(vals)) if vals else 0.0
+
+
 @dataclass(frozen=True)
 class Column:
     """One parameter node of the fit: its name, parent, prior, scale and how it maps back to table rows."""
@@ -116,13 +131,7 @@ def design(features: list[dict[str, float]], table: ParamTable, dtypes: str) -> 
             return
         fname = f"{base}@{family}"
         if fname not in cols:
-            members = [c for c, f in fam.items() if f == family] or ["default"]
-            if base == "start":
-                vals = [(_prior(table, "intrinsic", c, "head") or 0) + (_prior(table, "intrinsic", c, "tail") or 0) for c in members]
-            else:
-                vals = [_prior(table, "intrinsic", c, "per_repeat") for c in members]
-            vals = [v for v in vals if v is not None] or [0.0]
-            p = float(np.mean(vals))
+            p = family_prior(table, family, base)
             cols[fname] = Column(fname, None, p, max(abs(p), 1.0 if base == "rep" else 5.0))
         cols[name] = Column(name, fname, None, cols[fname].scale)
 
@@ -247,7 +256,7 @@ def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, so
                              cv, src if n else f"{src}; no observations: family or prior value"))
 
     classes = sorted({c.name.split(":")[1] for c in columns if ":" in c.name} |
-                     {r.name for r in table.rows if r.scope == "intrinsic"})
+                     {r.name for r in table.rows if r.scope == "intrinsic"} | set(families()))
     for cls in classes:
         if any(r.name == cls and r.term in ("per_call", "per_byte") for r in table.rows) or cls.startswith("copy_"):
             for base, term in (("xfer_call", "per_call"), ("xfer_byte", "per_byte")):
@@ -259,9 +268,10 @@ def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, so
         fam_cls = families().get(cls, "default")
         for base in ("start", "rep"):
             name = f"{base}:{cls}"
-            v = effective(name) if name in by_name else effective(f"{base}@{fam_cls}") if f"{base}@{fam_cls}" in by_name else (
-                (_prior(table, "intrinsic", cls, "head") or 0) + (_prior(table, "intrinsic", cls, "tail") or 0) if base == "start"
-                else _prior(table, "intrinsic", cls, "per_repeat"))
+            root = f"{base}@{fam_cls}"
+            v = (effective(name) if name in by_name else effective(root) if root in by_name else
+                 class_prior(table, cls, base) if class_prior(table, cls, base) is not None else
+                 family_prior(table, fam_cls, base))
             n, e, cv = nobs.get(name, 0), err.get(name), cv_of(name)
             if base == "start":
                 add("intrinsic", cls, "*", "head", v * h, None if e is None else e * h, n, cv)

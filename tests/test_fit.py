@@ -99,6 +99,27 @@ def test_a2a3_fit_reproduces_a_synthetic_trace(tmp_path):
     assert fit.selection["mape"].min() < 2.0
 
 
+def test_a2a3_fit_gives_every_class_of_a_family_a_value_even_unobserved_and_without_a_reference(tmp_path):
+    """vcmin has neither measurements nor a reference constant (costmodel.md §5 lists it with the default class):
+    it must borrow its family's value (vcadd, the one whole-repeat reduction with a reference) instead of falling
+    to the default class's 2 cycles per repeat."""
+    from costmodel.models.params import ParamTable
+    from fit.a2a3_fit import families, fit_a2a3
+    from fit.traces import check_trace, read_trace
+
+    trace, _ = check_trace(read_trace(_synthetic_a2a3_trace(tmp_path)))
+    table = ParamTable(list(fit_a2a3(trace)[0].rows))
+    transfers = {c for c, f in families().items() if f == "transfer"}
+    for cls in set(families()) - transfers:
+        assert table.lookup("a2a3", "intrinsic", "intrinsic", cls, "per_repeat") is not None, cls
+
+    def per_repeat(cls):
+        return table.value("a2a3", "intrinsic", "intrinsic", cls, "per_repeat")
+
+    assert per_repeat("vcmin") == pytest.approx(per_repeat("vcadd"))
+    assert per_repeat("vcmin") != pytest.approx(per_repeat("default"))
+
+
 def test_a5_formula_fit_recovers_a_synthetic_max_form():
     from costmodel.models import a5_formula as fm
     from fit.a5_formula_fit import fit_max, predict_rows
