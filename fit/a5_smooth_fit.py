@@ -19,7 +19,12 @@ Bodies of the ops in PER_FORM_BODIES are per family (equal widths share a curve,
 form, with free multi-chunk terms m: a TCVT program differs between its 1D and 2D forms (costmodel.md §7:
 DEFAULT resolves to no-post-update in 1D, post-update in 2D) and its 2D cost steps between one and several
 chunks per row (costmodel.md §13); their flat-program terms f are only lightly pulled toward zero (measured:
-a one-chunk widening conversion costs more than its loop's trend, models/a5_formula.py).
+a one-chunk widening conversion costs more than its loop's trend, models/a5_formula.py). A narrowing or
+same-width conversion writes at most one destination vector per source chunk, so a 2D row of one chunk does
+the work of one 1D iteration: its 2D body's cost of such a row (p + r) is pulled toward its 1D body's cost per
+chunk (measured: fp32→fp8 and bf16→fp4 cost 12 cycles a one-chunk row in 2D and 12 an iteration in 1D). A
+widening one writes several vectors per chunk, cut differently in 1D and 2D (costmodel.md §3 step 3), and is not
+tied.
 Other bodies' m, f and row terms are pulled toward zero. (A per-form body for fp32 TSEL, whose 1D and 2D
 programs also differ, §3 step 6, was worse under grouped CV: six rows cannot pin two bodies.)
 """
@@ -31,6 +36,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.sparse import lil_matrix
 
+from costmodel.dtypes import dtype as as_dtype
 from costmodel.models.a5_formula import address_counts, cycles, family_of, features, smooth_max
 
 PER_FORM_BODIES = ("TCVT",)
@@ -40,8 +46,9 @@ MEMBER_TERMS = ("da", "dp")  # an op body's start and per-chunk deviation from t
 # penalty weights (per unit of the parameter, against relative residuals): row terms, multi-chunk and flat-program
 # terms of bodies that should not have them (f: of those that may), loop-form offsets away from their priors,
 # dispatch slope away from one chunk per cycle (costmodel.md §8 iteration dispatch), and an op body's deviation from
-# the body it shares (da, dp: chosen by cross-validation, grouped by measurement and by shape)
-PENALTY = {"r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02, "f": 0.004, "da": 0.05, "dp": 1.0}
+# the body it shares (da, dp: chosen by cross-validation, grouped by measurement and by shape), and a narrowing
+# conversion's one-chunk 2D row cost away from its 1D chunk cost (tie: chosen by grouped CV, 0.01-0.05 alike)
+PENALTY = {"tie": 0.05, "r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02, "f": 0.004, "da": 0.05, "dp": 1.0}
 # priors of the loop-form offsets: 2D no-post-update is the reference; post-update addressing costs 1-2 cycles
 # more than no-post-update at 10 iterations (costmodel.md §7 table, 1x640 fp32), as in a5_formula_fit
 OFFSET_PRIOR = {"2d-no-post-update": 0.0, "1d-no-post-update": 0.0, "1d-post-update": 1.5}
@@ -61,6 +68,15 @@ ADDRESS_START, ADDRESS_LOWER, ADDRESS_UPPER = (30.0, 0.7, 0.7), (0.0, 0.0, 0.0),
 def member_of(key: dict[str, str]) -> str:
     """Return the op body a key measures: op, dtype, dst dtype, variant."""
     return "|".join([key["name"], key["dtype"], key["dst_dtype"], key["op_params"]])
+
+
+def tied_bodies(keys: list[dict[str, str]]) -> list[tuple[str, str]]:
+    """Return (2D body, 1D body) pairs of the narrowing or same-width conversions among `keys` (see the module
+    docstring): a one-chunk row of the first costs what a chunk of the second does."""
+    pairs = {(body_of(k), body_of({**k, "strategy": "1d"})) for k in keys
+             if k["name"] in PER_FORM_BODIES and k["strategy"].startswith("2d") and k["dst_dtype"]
+             and as_dtype(k["dst_dtype"]).bits <= as_dtype(k["dtype"]).bits}
+    return sorted(pairs)
 
 
 def body_of(key: dict[str, str]) -> str:
@@ -127,6 +143,8 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     o_mem = o_body + len(BODY_TERMS) * nB
     o_addr = o_mem + len(MEMBER_TERMS) * nM
     prior_at = np.array([j for j, s in enumerate(strategies) if s in OFFSET_PRIOR], dtype=int)
+    tie = np.array([(bodies.index(b2), bodies.index(b1)) for b2, b1 in tied_bodies(keys) if b1 in bodies],
+                   dtype=int).reshape(-1, 2)
     prior = np.array([OFFSET_PRIOR[strategies[j]] for j in prior_at])
 
     def split(th):
@@ -142,18 +160,19 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
         return smooth_max(D, P, np.exp(lq), A)
 
     def residuals(th):
-        (_, d1, _, _), off, (_, _, r, mr, mc, fl), (da, dp), _, _ = split(th)
+        (_, d1, _, _), off, (_, p, r, mr, mc, fl), (da, dp), _, _ = split(th)
         return np.concatenate([(predict(th) - y) / y, PENALTY["r"] * r, PENALTY["m"] * mr * (1 - per_form),
                                PENALTY["m"] * mc * (1 - per_form),
                                PENALTY["m"] * fl * (1 - per_form) + PENALTY["f"] * fl * per_form,
                                PENALTY["da"] * da, PENALTY["dp"] * dp, PENALTY["d1"] * (d1 - 1.0),
-                               PENALTY["off"] * (off[prior_at] - prior)])
+                               PENALTY["off"] * (off[prior_at] - prior),
+                               PENALTY["tie"] * (p[tie[:, 0]] + r[tie[:, 0]] - p[tie[:, 1]])])
 
     # which residual depends on which parameter: the row's dim, loop form, body and member, and q (and the address
     # terms, for rows of the address loop form); penalties on their own parameter
     penalised = (2, 3, 4, 5)  # body terms with a penalty row: r, mr, mc, f
     o_pen = n + len(penalised) * nB + len(MEMBER_TERMS) * nM
-    J = lil_matrix((o_pen + nD + len(prior_at), o_addr + len(ADDRESS_TERMS) + 1), dtype=int)
+    J = lil_matrix((o_pen + nD + len(prior_at) + len(tie), o_addr + len(ADDRESS_TERMS) + 1), dtype=int)
     rowsel = np.arange(n)
     for t in range(len(DISPATCH_TERMS)):
         J[rowsel, t * nD + di] = 1
@@ -171,6 +190,9 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
         J[n + len(penalised) * nB + t * nM + np.arange(nM), o_mem + t * nM + np.arange(nM)] = 1
     J[o_pen + np.arange(nD), nD + np.arange(nD)] = 1
     J[o_pen + nD + np.arange(len(prior_at)), o_off + prior_at] = 1
+    o_tie = o_pen + nD + len(prior_at)
+    for t, side in ((1, 0), (2, 0), (1, 1)):  # p and r of the 2D body, p of the 1D body
+        J[o_tie + np.arange(len(tie)), o_body + t * nB + tie[:, side]] = 1
 
     def vec(table, address, q):
         return np.concatenate([np.full(nD, table[t]) for t in DISPATCH_TERMS] + [np.full(nS, table["off"])]

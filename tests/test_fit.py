@@ -235,6 +235,32 @@ def test_a5_address_bound_is_fitted_shared_and_applied_to_2d_no_post_update_prog
     assert "ac" not in fm.lookup(table, {**tsub, "strategy": "1d-post-update"}, "ld2 st1 simple1")[1]
 
 
+def test_a5_narrowing_conversion_prices_a_one_chunk_2d_row_like_its_1d_chunk():
+    """A narrowing conversion measured with one-chunk 2D rows at a single row count: the 1D chunk cost it is tied to
+    (a one-chunk row does one 1D iteration's work) fixes how the cost grows with rows. A widening one is not tied."""
+    from costmodel.models import a5_formula as fm
+    from fit.a5_smooth_fit import fit_smooth, tied_bodies
+
+    disp = {"1d": {"d0": 52.0, "d1": 1.0, "d2": 0.0, "d3": 0.0, "q": 8.0},
+            "2d": {"d0": 50.0, "d1": 1.0, "d2": 1.5, "d3": 5.0, "q": 8.0}}
+    truth = {("f32", "fp8_e4m3"): ({"p0": 55.0, "p1": 12.0}, {"p0": 61.0, "p1": 12.0, "p3": 40.0, "p4": 67.0}),
+             ("f16", "f32"): ({"p0": 80.0, "p1": 0.5}, {"p0": 55.0, "p1": 1.0, "p3": 3.0, "p4": 5.0})}
+    shapes = {"1d": [(c, 1) for c in (1, 2, 5, 10, 20, 40)],
+              "2d": [(3 * k, 3) for k in (3, 5, 10)] + [(3, 3)]}  # 3 rows only: the start is not pinned by 2D
+    keys, C, R, y = [], [], [], []
+    for (src, dst), forms in truth.items():
+        for dim, p in zip(("1d", "2d"), forms):
+            for c, r in shapes[dim]:
+                keys.append({"name": "TCVT", "dtype": src, "dst_dtype": dst, "op_params": "",
+                             "strategy": "1d-no-post-update" if dim == "1d" else "2d-post-update"})
+                C.append(c), R.append(r), y.append(float(fm.cycles(p, disp[dim], c, r, dim)[0]))
+    rows = _synthetic_rows(keys, C, R, y)
+    assert [b for b, _ in tied_bodies(rows.keys)] == ["TCVT:32>8|2d"]
+    got = fit_smooth(rows, np.arange(len(y))).params({**keys[-1], "dtype": "f32", "dst_dtype": "fp8_e4m3"})
+    want = float(fm.cycles(truth["f32", "fp8_e4m3"][1], disp["2d"], 10.0, 10.0, "2d")[0])  # 61 + 12 x 10
+    assert float(fm.cycles(*got, 10.0, 10.0, "2d")[0]) == pytest.approx(want, rel=0.03)
+
+
 def test_smooth_max_lies_between_the_max_and_its_q_root_bound():
     from costmodel.models.a5_formula import smooth_max
 
