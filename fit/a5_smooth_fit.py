@@ -23,8 +23,11 @@ a one-chunk widening conversion costs more than its loop's trend, models/a5_form
 same-width conversion writes at most one destination vector per source chunk, so a 2D row of one chunk does
 the work of one 1D iteration: its 2D body's cost of such a row (p + r) is pulled toward its 1D body's cost per
 chunk (measured: fp32→fp8 and bf16→fp4 cost 12 cycles a one-chunk row in 2D and 12 an iteration in 1D). A
-widening one writes several vectors per chunk, cut differently in 1D and 2D (costmodel.md §3 step 3), and is not
-tied.
+widening one writes several vectors per chunk, cut differently in 1D and 2D (costmodel.md §3 step 3), so only
+its 1D per-chunk cost is pulled toward its 2D one only where its 1D body is measured at fewer than two loop
+lengths, which cannot split a start from a slope (otherwise free: fp4→bf16 with only its one-chunk 1D row in
+training went to 413 cycles at 1x2560 for 99 measured). Always pulling them together was worse: fp8→fp32's 1D
+rows (92, 88, 126 cycles at 1, 2, 3 chunks) then dragged its 2D slope up.
 Other bodies' m, f and row terms are pulled toward zero. (A per-form body for fp32 TSEL, whose 1D and 2D
 programs also differ, §3 step 6, was worse under grouped CV: six rows cannot pin two bodies.)
 """
@@ -47,8 +50,9 @@ MEMBER_TERMS = ("da", "dp")  # an op body's start and per-chunk deviation from t
 # terms of bodies that should not have them (f: of those that may), loop-form offsets away from their priors,
 # dispatch slope away from one chunk per cycle (costmodel.md §8 iteration dispatch), and an op body's deviation from
 # the body it shares (da, dp: chosen by cross-validation, grouped by measurement and by shape), and a narrowing
-# conversion's one-chunk 2D row cost away from its 1D chunk cost (tie: chosen by grouped CV, 0.01-0.05 alike)
-PENALTY = {"tie": 0.05, "r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02, "f": 0.004, "da": 0.05, "dp": 1.0}
+# conversion's one-chunk 2D row cost away from its 1D chunk cost, and an unidentified widening 1D slope away from its
+# 2D one (tie, tie_w: chosen by grouped CV, by shape and by measured case; 0.01-0.05 do alike)
+PENALTY = {"tie": 0.05, "tie_w": 0.05, "r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02, "f": 0.004, "da": 0.05, "dp": 1.0}
 # priors of the loop-form offsets: 2D no-post-update is the reference; post-update addressing costs 1-2 cycles
 # more than no-post-update at 10 iterations (costmodel.md §7 table, 1x640 fp32), as in a5_formula_fit
 OFFSET_PRIOR = {"2d-no-post-update": 0.0, "1d-no-post-update": 0.0, "1d-post-update": 1.5}
@@ -70,12 +74,13 @@ def member_of(key: dict[str, str]) -> str:
     return "|".join([key["name"], key["dtype"], key["dst_dtype"], key["op_params"]])
 
 
-def tied_bodies(keys: list[dict[str, str]]) -> list[tuple[str, str]]:
-    """Return (2D body, 1D body) pairs of the narrowing or same-width conversions among `keys` (see the module
-    docstring): a one-chunk row of the first costs what a chunk of the second does."""
+def tied_bodies(keys: list[dict[str, str]], widening: bool = False) -> list[tuple[str, str]]:
+    """Return (2D body, 1D body) pairs of the conversions among `keys` (see the module docstring): of the narrowing
+    or same-width ones, whose one-chunk 2D row costs what a 1D chunk does, or with `widening` of the widening ones,
+    whose per-chunk costs are only weakly tied."""
     pairs = {(body_of(k), body_of({**k, "strategy": "1d"})) for k in keys
              if k["name"] in PER_FORM_BODIES and k["strategy"].startswith("2d") and k["dst_dtype"]
-             and as_dtype(k["dst_dtype"]).bits <= as_dtype(k["dtype"]).bits}
+             and (as_dtype(k["dst_dtype"]).bits > as_dtype(k["dtype"]).bits) == widening}
     return sorted(pairs)
 
 
@@ -143,9 +148,14 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     o_mem = o_body + len(BODY_TERMS) * nB
     o_addr = o_mem + len(MEMBER_TERMS) * nM
     prior_at = np.array([j for j, s in enumerate(strategies) if s in OFFSET_PRIOR], dtype=int)
-    tie = np.array([(bodies.index(b2), bodies.index(b1)) for b2, b1 in tied_bodies(keys) if b1 in bodies],
-                   dtype=int).reshape(-1, 2)
+    tie, tie_w = (np.array([(bodies.index(b2), bodies.index(b1)) for b2, b1 in tied_bodies(keys, w) if b1 in bodies],
+                           dtype=int).reshape(-1, 2) for w in (False, True))
     prior = np.array([OFFSET_PRIOR[strategies[j]] for j in prior_at])
+    lengths: dict[str, set[float]] = {}  # loop lengths (chunks, above the one-chunk flat program) per body
+    for k, c in zip(keys, rows.C[idx]):
+        if c > 1:
+            lengths.setdefault(body_of(k), set()).add(float(c))
+    tie_w = tie_w[[len(lengths.get(bodies[b1], ())) < 2 for b1 in tie_w[:, 1]]]
 
     def split(th):
         return (th[:o_off].reshape(-1, nD), th[o_off:o_body], th[o_body:o_mem].reshape(-1, nB),
@@ -166,13 +176,14 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
                                PENALTY["m"] * fl * (1 - per_form) + PENALTY["f"] * fl * per_form,
                                PENALTY["da"] * da, PENALTY["dp"] * dp, PENALTY["d1"] * (d1 - 1.0),
                                PENALTY["off"] * (off[prior_at] - prior),
-                               PENALTY["tie"] * (p[tie[:, 0]] + r[tie[:, 0]] - p[tie[:, 1]])])
+                               PENALTY["tie"] * (p[tie[:, 0]] + r[tie[:, 0]] - p[tie[:, 1]]),
+                               PENALTY["tie_w"] * (p[tie_w[:, 0]] - p[tie_w[:, 1]])])
 
     # which residual depends on which parameter: the row's dim, loop form, body and member, and q (and the address
     # terms, for rows of the address loop form); penalties on their own parameter
     penalised = (2, 3, 4, 5)  # body terms with a penalty row: r, mr, mc, f
     o_pen = n + len(penalised) * nB + len(MEMBER_TERMS) * nM
-    J = lil_matrix((o_pen + nD + len(prior_at) + len(tie), o_addr + len(ADDRESS_TERMS) + 1), dtype=int)
+    J = lil_matrix((o_pen + nD + len(prior_at) + len(tie) + len(tie_w), o_addr + len(ADDRESS_TERMS) + 1), dtype=int)
     rowsel = np.arange(n)
     for t in range(len(DISPATCH_TERMS)):
         J[rowsel, t * nD + di] = 1
@@ -193,6 +204,8 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     o_tie = o_pen + nD + len(prior_at)
     for t, side in ((1, 0), (2, 0), (1, 1)):  # p and r of the 2D body, p of the 1D body
         J[o_tie + np.arange(len(tie)), o_body + t * nB + tie[:, side]] = 1
+    for side in (0, 1):
+        J[o_tie + len(tie) + np.arange(len(tie_w)), o_body + nB + tie_w[:, side]] = 1
 
     def vec(table, address, q):
         return np.concatenate([np.full(nD, table[t]) for t in DISPATCH_TERMS] + [np.full(nS, table["off"])]

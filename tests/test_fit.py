@@ -235,9 +235,10 @@ def test_a5_address_bound_is_fitted_shared_and_applied_to_2d_no_post_update_prog
     assert "ac" not in fm.lookup(table, {**tsub, "strategy": "1d-post-update"}, "ld2 st1 simple1")[1]
 
 
-def test_a5_narrowing_conversion_prices_a_one_chunk_2d_row_like_its_1d_chunk():
+def test_a5_conversion_bodies_tie_their_1d_and_2d_forms():
     """A narrowing conversion measured with one-chunk 2D rows at a single row count: the 1D chunk cost it is tied to
-    (a one-chunk row does one 1D iteration's work) fixes how the cost grows with rows. A widening one is not tied."""
+    (a one-chunk row does one 1D iteration's work) fixes how the cost grows with rows. A widening one is only
+    weakly tied: its per-chunk costs agree where one form alone cannot fix its slope."""
     from costmodel.models import a5_formula as fm
     from fit.a5_smooth_fit import fit_smooth, tied_bodies
 
@@ -256,9 +257,15 @@ def test_a5_narrowing_conversion_prices_a_one_chunk_2d_row_like_its_1d_chunk():
                 C.append(c), R.append(r), y.append(float(fm.cycles(p, disp[dim], c, r, dim)[0]))
     rows = _synthetic_rows(keys, C, R, y)
     assert [b for b, _ in tied_bodies(rows.keys)] == ["TCVT:32>8|2d"]
+    assert tied_bodies(rows.keys, widening=True) == [("TCVT:16>32|2d", "TCVT:16>32|1d")]
     got = fit_smooth(rows, np.arange(len(y))).params({**keys[-1], "dtype": "f32", "dst_dtype": "fp8_e4m3"})
     want = float(fm.cycles(truth["f32", "fp8_e4m3"][1], disp["2d"], 10.0, 10.0, "2d")[0])  # 61 + 12 x 10
     assert float(fm.cycles(*got, 10.0, 10.0, "2d")[0]) == pytest.approx(want, rel=0.03)
+    # the widening conversion's 1D form measured at one chunk count only: its slope is not free, it takes the 2D one
+    one = np.array([i for i, k in enumerate(keys) if not (k["dst_dtype"] == "f32" and k["strategy"].startswith("1d")
+                                                           and C[i] != 1)])
+    body = fit_smooth(rows, one).body
+    assert body["TCVT:16>32|1d"]["p"] == pytest.approx(body["TCVT:16>32|2d"]["p"], abs=0.3)
 
 
 def test_smooth_max_lies_between_the_max_and_its_q_root_bound():
