@@ -268,10 +268,9 @@ def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, so
         fam_cls = families().get(cls, "default")
         for base in ("start", "rep"):
             name = f"{base}:{cls}"
-            root = f"{base}@{fam_cls}"
+            root, own = f"{base}@{fam_cls}", class_prior(table, cls, base)
             v = (effective(name) if name in by_name else effective(root) if root in by_name else
-                 class_prior(table, cls, base) if class_prior(table, cls, base) is not None else
-                 family_prior(table, fam_cls, base))
+                 own if own is not None else family_prior(table, fam_cls, base))
             n, e, cv = nobs.get(name, 0), err.get(name), cv_of(name)
             if base == "start":
                 add("intrinsic", cls, "*", "head", v * h, None if e is None else e * h, n, cv)

@@ -23,8 +23,8 @@ a one-chunk widening conversion costs more than its loop's trend, models/a5_form
 same-width conversion writes at most one destination vector per source chunk, so a 2D row of one chunk does
 the work of one 1D iteration: its 2D body's cost of such a row (p + r) is pulled toward its 1D body's cost per
 chunk (measured: fp32→fp8 and bf16→fp4 cost 12 cycles a one-chunk row in 2D and 12 an iteration in 1D). A
-widening one writes several vectors per chunk, cut differently in 1D and 2D (costmodel.md §3 step 3), so only
-its 1D per-chunk cost is pulled toward its 2D one only where its 1D body is measured at fewer than two loop
+widening one writes several vectors per chunk, cut differently in 1D and 2D (costmodel.md §3 step 3), so its
+1D per-chunk cost is pulled toward its 2D one only where its 1D body is measured at fewer than two loop
 lengths, which cannot split a start from a slope (otherwise free: fp4→bf16 with only its one-chunk 1D row in
 training went to 413 cycles at 1x2560 for 99 measured). Always pulling them together was worse: fp8→fp32's 1D
 rows (92, 88, 126 cycles at 1, 2, 3 chunks) then dragged its 2D slope up.
@@ -51,7 +51,7 @@ MEMBER_TERMS = ("da", "dp")  # an op body's start and per-chunk deviation from t
 # dispatch slope away from one chunk per cycle (costmodel.md §8 iteration dispatch), and an op body's deviation from
 # the body it shares (da, dp: chosen by cross-validation, grouped by measurement and by shape), and a narrowing
 # conversion's one-chunk 2D row cost away from its 1D chunk cost, and an unidentified widening 1D slope away from its
-# 2D one (tie, tie_w: chosen by grouped CV, by shape and by measured case; 0.01-0.05 do alike)
+# 2D one (tie, tie_w: chosen by CV grouped by shape and by measured case; 0.01-0.05, and 0.003-0.05, do alike)
 PENALTY = {"tie": 0.05, "tie_w": 0.05, "r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02, "f": 0.004, "da": 0.05, "dp": 1.0}
 # priors of the loop-form offsets: 2D no-post-update is the reference; post-update addressing costs 1-2 cycles
 # more than no-post-update at 10 iterations (costmodel.md §7 table, 1x640 fp32), as in a5_formula_fit

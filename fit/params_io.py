@@ -19,9 +19,11 @@ def _fmt(v) -> str:
 
 
 def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> list[ParamRow]:
-    """Return `old` without the (arch, form) groups `new` covers, followed by `new`."""
+    """Return `old` with the (arch, form) groups `new` covers replaced by `new`, groups in sorted order (each keeping
+    its own row order), so a table's layout does not depend on which fit wrote it last."""
     covered = {(r.arch, r.form) for r in new}
-    return [r for r in old if (r.arch, r.form) not in covered] + list(new)
+    kept = [r for r in old if (r.arch, r.form) not in covered] + list(new)
+    return sorted(kept, key=lambda r: (r.arch, r.form))
 
 
 def write_params(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool = True) -> int:

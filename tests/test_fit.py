@@ -331,6 +331,23 @@ def test_fit_cli_dry_run_and_atomic_write(tmp_path):
     assert all(row.cv_mape is not None for row in fitted if row.scope == "intrinsic")
 
 
+def test_merged_table_layout_does_not_depend_on_which_fit_wrote_last(tmp_path):
+    from costmodel.models.params import ParamRow
+    from fit.params_io import write_params
+
+    def row(arch, form, name, value):
+        return ParamRow(arch, form, "op", name, "*", "", "*", "", "p0", value, None, 1, None, "test")
+
+    a5 = [row("a5", "vf", "TADD", 1.0), row("a5", "vf", "TSUB", 2.0)]
+    a2 = [row("a2a3", "intrinsic", "vadd", 3.0)]
+    one, two = tmp_path / "one.csv", tmp_path / "two.csv"
+    for path, order in ((one, (a5, a2)), (two, (a2, a5))):
+        for rows in order:
+            write_params(rows, path)
+    assert one.read_text() == two.read_text()
+    assert [line.split(",")[4] for line in one.read_text().splitlines()[1:]] == ["vadd", "TADD", "TSUB"]
+
+
 def test_atomic_path_leaves_the_old_file_on_failure(tmp_path):
     from fit.io import atomic_path
 
