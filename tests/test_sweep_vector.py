@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from costmodel import api, estimate, lower
 from costmodel.api import catalog
+from costmodel.dtypes import dtype
 from costmodel.errors import PtoCostError
 
 # the closed form and the plan path run the same float operations; only numpy's pow (the A5 smooth form) may
@@ -429,3 +430,30 @@ def test_a5_overflow_says_when_writing_dst_over_the_first_source_would_fit(monke
     hint = fast["note"].str.contains("with --in-place (dst over src0) it would fit", regex=False)
     assert hint.tolist() == [True, False, False] and fast["note"].str.contains("unified buffer").all()
     assert api.estimate("TADD", (20, 1312), "f32", "a5", in_place=True).cycles > 0
+
+
+def test_shipped_a5_formula_never_gets_cheaper_as_a_tile_grows_but_where_measured():
+    """More columns or rows never cost fewer cycles under the shipped A5 formula, with one measured exception: a 1D
+    widening conversion of one chunk costs more than its loop's trend (bf16->fp32 1x64: 81 cycles, 1x320: 73,
+    1x640: 65), so its estimate may drop from one chunk to two."""
+    measured = [("TADD", "f32", ""), ("TMINS", "f16", ""), ("TEXP", "f32", ""), ("TRECIP", "f16", ""),
+                ("TSEL", "f32", ""), ("TSEL", "i8", ""), ("TDIVS", "f32", ""), ("TCVT", "f32", "fp8_e4m3"),
+                ("TCVT", "bf16", "f16"), ("TCVT", "bf16", "fp4_e2m1"), ("TCVT", "f16", "f32"),
+                ("TCVT", "fp8_e5m2", "f32"), ("TCVT", "fp4_e1m2", "bf16")]
+    frame = pd.DataFrame([{"arch": "a5", "op": op, "dtype": dt, "dst_dtype": dst, "rows": r, "cols": c,
+                           "strategy": "all"}
+                          for op, dt, dst in measured for r in (1, 2, 3, 10) for c in range(32, 2049, 32)])
+    out = sweep(frame, model="formula")
+    out = out[out["cycles"].notna()].astype({"strategy": str})
+    assert len(out) > 0.75 * 4 * len(frame)  # four strategies a point, less those a shape cannot take
+    key = ["op", "dtype", "dst_dtype", "strategy"]
+    for along, other in (("cols", "rows"), ("rows", "cols")):
+        g = out.sort_values(along).groupby(key + [other], observed=True)
+        step = g["cycles"].diff()
+        before = g[along].shift()
+        elems = (out["rows"] if along == "cols" else out["cols"]) * before
+        one_chunk_1d = out["strategy"].str.startswith("1d") & (elems * 4 <= 256)  # at most one 256-byte chunk of f32
+        bits = {d: dtype(d).bits for d in set(out["dtype"]) | set(out["dst_dtype"]) if d}
+        widening = out["op"].eq("TCVT") & (out["dst_dtype"].map(bits) > out["dtype"].map(bits))
+        drops = out[(step < -1e-6) & ~(one_chunk_1d & widening)]
+        assert drops.empty, drops[key + ["rows", "cols", "cycles"]].head()
