@@ -39,6 +39,7 @@ FREE: tuple[tuple[str, float, float, float | None, str], ...] = (
     ("agu_lead", 0.0, 60.0, None, "cycles"),
     ("pack_store_serial", 0.0, 60.0, None, "cycles"),
     ("pack_store_pu_gap", 0.0, 300.0, None, "cycles"),
+    ("pack_store_row_gap", 0.0, 300.0, None, "cycles"),
     ("pred_latency", 0.2, 10.0, 1.0, "cycles"),
     ("alu_latency", 1.0, 20.0, 5.0, "cycles"),
     ("mul_latency", 1.0, 20.0, 6.0, "cycles"),
@@ -156,7 +157,7 @@ def _depends(tpl: Template, loops_nested: bool) -> set[str]:
         if ins.agu:
             dep |= {"agu_ii", "agu_lead"}
         if ins.pack:
-            dep |= {"pack_store_serial", "pack_store_pu_gap"}
+            dep |= {"pack_store_serial", "pack_store_pu_gap", "pack_store_row_gap"}
         if ins.unit == "pred":
             dep |= {"pred_latency", "pred_ii"}
         if ins.unit == "scalar":

@@ -114,14 +114,25 @@ def test_window_stalls_dispatch():
 
 
 def test_packing_store_serialisation_rules():
-    ua = A5Uarch(**{**HAND.__dict__, "dispatch_width": 100.0, "pack_store_serial": 3.0, "pack_store_pu_gap": 50.0})
+    ua = A5Uarch(**{**HAND.__dict__, "dispatch_width": 100.0, "pack_store_serial": 3.0, "pack_store_pu_gap": 50.0,
+                    "pack_store_row_gap": 30.0})
     st_pu = Vsts("v0", PostAddr("a_dst", 16), "fp8_e4m3", "PK4_B32", "p0")
-    _, tr = _run(_prog(Loop("j", 2, (st_pu,), "chunks")), ua)
-    # second chunk of the same post-update loop: previous done (20 + 9) + serial 3 + gap 50
-    assert tr.issue[1] == pytest.approx(20 + 9 + 3 + 50)
+    cycles, tr = _run(_prog(Loop("j", 2, (st_pu,), "chunks")), ua)
+    # a post-update loop of two chunks: each store completes 9 + gap 50 after it issues; the second waits for the
+    # first to be done (20 + 59) + serial 3, and the VF ends after the last one's completion
+    assert tr.issue[1] == pytest.approx(20 + 9 + 50 + 3)
+    assert cycles == pytest.approx(tr.issue[1] + 9 + 50 + 12)
+    assert critical_path(tr)["pack_store"] == pytest.approx(50 + 9 + 50 + 3)
     st_x = Vsts("v0", Addr("dst", 8, Affine(0, (("i", 64),))), "fp8_e4m3", "PK4_B32", "p0")
     _, tr = _run(_prog(Loop("i", 2, (st_x,), "elements")), ua)
     assert tr.issue[1] == pytest.approx(20 + 9 + 3)  # explicit addressing: only the serialisation
+    # rows of two chunks: a row's first store waits row_gap more after the row before; rows of one chunk pay neither
+    two = _prog(Loop("r", 2, (Loop("j", 2, (st_pu,), "chunks"),), "rows"), form="2d-post-update")
+    _, tr = _run(two, ua)
+    assert np.diff(tr.issue) == pytest.approx([59 + 3, 59 + 3 + 30, 59 + 3])
+    one = _prog(Loop("r", 2, (Loop("j", 1, (st_pu,), "chunks"),), "rows"), form="2d-post-update")
+    _, tr = _run(one, ua)
+    assert tr.done[0] - tr.issue[0] == pytest.approx(9) and tr.issue[1] - tr.done[0] <= 3 + 1e-9
 
 
 def test_vector_classes():

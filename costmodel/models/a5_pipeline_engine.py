@@ -202,7 +202,8 @@ class Trace:
     `by_*` is the dynamic index of the causing instruction (-1: none) and `at_*` whether its dispatch ('d'), issue
     ('i') or address ('a') stamp is the predecessor on a critical path. `agu` is the time the address unit produced
     an explicit address (NaN for instructions without one); `by_agu`/`at_agu` say what bound it: the previous address
-    ('a') or, running ahead, the instruction's own dispatch ('d').
+    ('a') or, running ahead, the instruction's own dispatch ('d'). `hold` is the part of done - issue a packing store
+    spends on its partial-block hazard (A5Uarch.pack_store_pu_gap), beyond its latency.
     """
 
     static: list[int] = field(default_factory=list)
@@ -220,6 +221,7 @@ class Trace:
     agu: list[float] = field(default_factory=list)
     by_agu: list[int] = field(default_factory=list)
     at_agu: list[str] = field(default_factory=list)
+    hold: list[float] = field(default_factory=list)
     end: float = 0.0
     startup: float = 0.0
     drain: float = 0.0
@@ -294,10 +296,8 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
     # packing-store hazards
     pack_prev, pack_prev_by = NEG, -1       # max done of packing stores of earlier iterations
     pack_cur, pack_cur_by = NEG, -1         # ... of the current iteration
-    pu_key, pu_done, pu_by = None, NEG, -1  # (loop, instance, iteration) of the last POST_UPDATE packing store
-    pu_prev_key, pu_prev_done, pu_prev_by = None, NEG, -1
     inner_of = _innermost_loop_of(tpl)
-    serial, pu_gap = ua.pack_store_serial, ua.pack_store_pu_gap
+    serial, pu_gap, row_gap = ua.pack_store_serial, ua.pack_store_pu_gap, ua.pack_store_row_gap
     tr = Trace(startup=S, drain=ua.drain) if record else None
     end = S
     n = 0
@@ -344,17 +344,16 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
         for r in ins.srcs:
             if ready[r] > t:
                 t, iwhy, iby, iat = ready[r], "operand", writer[r], "i"
-        # ---- store-order hazards
+        # ---- store-order hazards: a packing store waits for the earlier ones; in a post-update loop of several
+        # chunks each takes pu_gap longer to complete, and a row's first waits row_gap more after the row before
+        hold = 0.0
         if ins.pack:
-            h = pack_prev + serial
+            lp = inner_of[item]
+            chunked = ins.post and lp >= 0 and trips[lp] >= 2
+            h = pack_prev + serial + (row_gap if chunked and iters[lp] == 0 and instance[lp] > 1 else 0.0)
             if h > t:
                 t, iwhy, iby, iat = h, "pack_store", pack_prev_by, "i"
-            lp = inner_of[item]
-            if ins.post and lp >= 0 and iters[lp] > 0:
-                want = (lp, instance[lp], iters[lp] - 1)
-                prev = (pu_done, pu_by) if pu_key == want else (pu_prev_done, pu_prev_by) if pu_prev_key == want else None
-                if prev is not None and prev[0] + serial + pu_gap > t:
-                    t, iwhy, iby, iat = prev[0] + serial + pu_gap, "pack_store", prev[1], "i"
+            hold = pu_gap if chunked else 0.0
         # ---- address unit: explicit 2D addresses are generated in program order, one per agu_ii
         a, aby, aat = float("nan"), -1, ""
         if ins.agu and not latency_only:
@@ -385,24 +384,15 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
             if record:
                 port_name = f"{ins.unit}{bi if multi_of[item] else ''}"
         # ---- results
-        done = t + lat_of[item]
+        done = t + lat_of[item] + hold
         for r in ins.dsts:
             ready[r] = done
             writer[r] = n
         for r in ins.ptrs:
             ready[r] = t + ptr_latency
             writer[r] = n
-        if ins.pack:
-            if done > pack_cur:
-                pack_cur, pack_cur_by = done, n
-            if ins.post:
-                lp = inner_of[item]
-                key = (lp, instance[lp] if lp >= 0 else 0, iters[lp] if lp >= 0 else 0)
-                if key != pu_key:
-                    pu_prev_key, pu_prev_done, pu_prev_by = pu_key, pu_done, pu_by
-                    pu_key, pu_done, pu_by = key, done, n
-                elif done > pu_done:
-                    pu_done, pu_by = done, n
+        if ins.pack and done > pack_cur:
+            pack_cur, pack_cur_by = done, n
         if done > end:
             end = done
         if not latency_only:
@@ -431,6 +421,7 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
             tr.agu.append(a)
             tr.by_agu.append(aby)
             tr.at_agu.append(aat)
+            tr.hold.append(hold)
         n += 1
     total = end + ua.drain
     if record:

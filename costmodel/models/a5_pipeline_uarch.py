@@ -55,8 +55,10 @@ class A5Uarch:
     #                                at 400 chunks, yet 82 cycles at 20, so its address stream starts ~20 cycles early)
     pack_store_serial: float = 3.0  # a quarter-register packing store (<= 64 B, 4:1 narrowing TCVT) waits until the
     #                                 packing stores of earlier iterations are done, plus this (inferred)
-    pack_store_pu_gap: float = 80.0  # extra wait when that earlier store is the previous chunk of the same
-    #                                  POST_UPDATE loop instance (partial-block hazard, inferred; one global value)
+    pack_store_pu_gap: float = 80.0  # how much longer such a store takes to complete in a POST_UPDATE loop of several
+    #                                  chunks (partial-block hazard, inferred; measured 2D fp32->fp8 and bf16->fp4 are
+    #                                  exactly 59 + 79 per chunk + 40 per row once rows hold several chunks)
+    pack_store_row_gap: float = 0.0  # a row's first such store waits this much more after the row before (inferred)
     # --- scalar and predicate units (one port each) ---
     scalar_latency: float = 1.0    # smov/sadd result usable
     scalar_ii: float = 1.0

@@ -42,7 +42,8 @@ def critical_path(tr: Trace) -> dict[str, float]:
         terms["frontend"] = tr.end - tr.startup - tr.drain
         return terms
     last = max(range(len(tr)), key=lambda k: (tr.done[k], k))
-    terms["latency"] += tr.done[last] - tr.issue[last]
+    terms["latency"] += tr.done[last] - tr.issue[last] - tr.hold[last]
+    terms["pack_store"] += tr.hold[last]
     node, point = last, "i"
     guard = 0
     while node >= 0 and guard < 10 * len(tr) + 10:
