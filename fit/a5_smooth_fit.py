@@ -40,7 +40,7 @@ from scipy.optimize import least_squares
 from scipy.sparse import lil_matrix
 
 from costmodel.dtypes import dtype as as_dtype
-from costmodel.models.a5_formula import address_counts, cycles, family_of, features, smooth_max
+from costmodel.models.a5_formula import address_counts, address_terms, cycles, family_of, features, smooth_max
 
 PER_FORM_BODIES = ("TCVT",)
 DISPATCH_TERMS = ("d0", "d1", "d2", "d3")
@@ -116,9 +116,9 @@ class SmoothFit:
         p = {"p0": b["a"] + m["da"] + off, "p1": b["p"] + m["dp"], "p2": b["r"], "p3": b["mr"], "p4": b["mc"],
              "p5": b["f"]}
         d = {**d, "d0": d["d0"] + off, "q": self.q}
-        loads, stores = address_counts(key.get("sig", ""), key["strategy"])
-        if self.address and loads + stores:
-            d["a0"], d["ac"] = self.address["a0"] + off, self.address["al"] * loads + self.address["as"] * stores
+        address = address_terms(self.address, key.get("sig", ""), key["strategy"])
+        if address:
+            d.update(address, a0=address["a0"] + off)
         return p, d
 
 

@@ -95,6 +95,15 @@ def address_counts(sig: str, strategy: str) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2))) if m and strategy == ADDRESS_FORM else (0, 0)
 
 
+def address_terms(shared: dict[str, float], sig: str, strategy: str) -> dict[str, float]:
+    """Return a program's address bound {"a0": start, "ac": cost per chunk} from the shared a0, al, as (al and as
+    per explicit load and store), or {} where no bound was fitted or the program has no explicit addresses."""
+    loads, stores = address_counts(sig, strategy)
+    if "a0" not in shared or not loads + stores:
+        return {}
+    return {"a0": shared["a0"], "ac": shared.get("al", 0.0) * loads + shared.get("as", 0.0) * stores}
+
+
 def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[str, float], dict[str, float], str] | None:
     """Return (P coefficients, D coefficients, where P came from: "key", "family" or "body") for a key, or None if
     it has no parameters: the key's own rows, else its family's (an unmeasured dtype of a measured op), else —
@@ -126,9 +135,8 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
         if row is not None and (t in D_TERMS or row.strategy == key["strategy"]):
             dispatch[t] = row.value
     d = own or {t: dispatch.get(t, 0.0) for t in D_TERMS}
-    loads, stores = address_counts(sig, key["strategy"])
-    if "q" in d and "a0" in dispatch and loads + stores:
-        d = {**d, "a0": dispatch["a0"], "ac": dispatch.get("al", 0.0) * loads + dispatch.get("as", 0.0) * stores}
+    if "q" in d:
+        d = {**d, **address_terms(dispatch, sig, key["strategy"])}
     return p, d, src
 
 
