@@ -39,8 +39,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.sparse import lil_matrix
 
-from costmodel.dtypes import dtype as as_dtype
-from costmodel.models.a5_formula import address_counts, address_terms, cycles, family_of, features, smooth_max
+from costmodel.models.a5_formula import BITS, address_counts, address_terms, cycles, family_of, features, smooth_max
 
 PER_FORM_BODIES = ("TCVT",)
 DISPATCH_TERMS = ("d0", "d1", "d2", "d3")
@@ -80,7 +79,7 @@ def tied_bodies(keys: list[dict[str, str]], widening: bool = False) -> list[tupl
     whose per-chunk costs are only weakly tied."""
     pairs = {(body_of(k), body_of({**k, "strategy": "1d"})) for k in keys
              if k["name"] in PER_FORM_BODIES and k["strategy"].startswith("2d") and k["dst_dtype"]
-             and (as_dtype(k["dst_dtype"]).bits > as_dtype(k["dtype"]).bits) == widening}
+             and (BITS[k["dst_dtype"]] > BITS[k["dtype"]]) == widening}
     return sorted(pairs)
 
 

@@ -37,6 +37,7 @@ import re
 
 import numpy as np
 
+from ..dtypes import all_dtypes
 from ..errors import NotModelledError
 from ..plan import Plan
 from ..request import Request
@@ -53,8 +54,7 @@ ADDRESS_FORM = "2d-no-post-update"  # the loop form whose accesses all compute t
 ROLE = {"p0": "startup", "d0": "startup", "p1": "iterations", "p4": "iterations", "d1": "iterations",
         "p2": "rows", "p3": "rows", "d2": "rows", "d3": "rows", "p5": "flat program", "a0": "startup",
         "ac": "addresses"}
-BITS = {"f32": 32, "i32": 32, "u32": 32, "f16": 16, "bf16": 16, "i16": 16, "u16": 16, "i8": 8, "u8": 8,
-        "fp8_e4m3": 8, "fp8_e5m2": 8, "hif8": 8, "fp4_e1m2": 4, "fp4_e2m1": 4, "i64": 64, "u64": 64}
+BITS = {d.name: d.bits for d in all_dtypes()}  # element width by canonical name (data/dtypes.csv)
 
 
 def key_of(req: Request, strategy: str) -> dict[str, str]:
