@@ -54,6 +54,7 @@ def test_arch_comes_from_the_environment():
     (["estimate", "TMINS", "--dtype", "f16"], "--shape"),
     (["estimate", "TMINS", "--shape", "64x64", "--nonsense"], "nonsense"),
     (["ops", "--family", "nope"], "unknown family"),
+    (["estimate", "TCVT", "--shape", "8x8", "--dtype", "f32", "--arch", "a5"], "f32 converts to f32 f16 bf16"),
 ])
 def test_bad_input_is_one_line_exit_2(args, needle):
     r = run(*args)
