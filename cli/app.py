@@ -374,11 +374,12 @@ def fit_cmd(
         write_pipeline(run.pipeline, pipeline_output)
     if json_out:
         render.emit_json({"output": None if dry_run else output, "rows_written": written,
+                          "pipeline_output": None if dry_run or run.pipeline is None else pipeline_output,
                           "bad_rows": [str(p) for p in run.problems],
                           "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in sec.items()}
                                    for sec in run.sections]})
     else:
-        render.fit_text(run, None if dry_run else output, written)
+        render.fit_text(run, None if dry_run else output, written, pipeline_output)
 
 
 def _load_spec(path: str) -> dict:

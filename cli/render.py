@@ -141,7 +141,7 @@ def progress(label: str, total: int) -> _Progress:
     return _Progress(label, total)
 
 
-def fit_text(run, output: str | None, written: int) -> None:
+def fit_text(run, output: str | None, written: int, pipeline_output: str | None = None) -> None:
     """Print the fit report: bad rows, the model selection, parameters ± standard errors, CV accuracy."""
     from rich.table import Table
 
@@ -157,11 +157,12 @@ def fit_text(run, output: str | None, written: int) -> None:
             con.print(f"  … and {len(by_line) - 12} more rows")
     for sec in run.sections:
         cv = sec["cv"]
-        con.print(f"\n[bold]{sec['arch']} {sec['model']}[/]: chose {sec['choice']}; cross-validated (grouped by shape): "
+        con.print(f"\n[bold]{sec['arch']} {sec['model']}[/]: chose {sec['choice']}; "
+                  f"{sec.get('accuracy', 'cross-validated (grouped by shape)')}: "
                   f"MAPE {cv['mape']:.2f} %, median {cv['median_ape']:.2f} %, worst {cv['worst_ape']:.1f} %, "
                   f"within 5 % {cv['within_5']:.0f} % over {cv['n']} rows")
         for note in sec.get("notes", []):
-            con.print(f"  [yellow]skipped[/] {note}")
+            con.print(f"  [yellow]{sec.get('note_label', 'skipped')}[/] {note}")
         t = Table(title=f"{sec['arch']} {sec['model']} parameters (rows with observations)")
         for col in ("parameter", "value", "± stderr", "n", "CV MAPE %"):
             t.add_column(col, justify="left" if col == "parameter" else "right")
@@ -180,4 +181,10 @@ def fit_text(run, output: str | None, written: int) -> None:
                 dst = f"->{r['dst_dtype']}" if r.get("dst_dtype") else ""
                 con.print(f"  line {r['line']}: {r['op']} {r['dtype']}{dst} {shape} {r.get('vf_impl_kind', '') or ''} "
                           f"measured {r['measured']:g}, predicted {r['predicted']:g} ({r['error_pct']:+.1f} %)")
-    con.print(f"wrote {written} parameter rows to {output}" if output else "dry run: nothing written")
+    if not output:
+        con.print("dry run: nothing written")
+        return
+    if run.rows:
+        con.print(f"wrote {written} parameter rows to {output}")
+    if pipeline_output and run.pipeline is not None:
+        con.print(f"wrote the A5 pipeline parameters to {pipeline_output}")

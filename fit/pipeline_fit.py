@@ -191,6 +191,18 @@ class PipelineFit:
     trace_name: str = ""
     report: str = ""
 
+    def flags(self) -> dict[str, str]:
+        """Return the free parameters the fit cannot vouch for: `at bound`, or `unidentified` (no finite standard
+        error, or one over ten times the value)."""
+        out = {}
+        for n in self.free:
+            se = self.stderr.get(n, float("nan"))
+            if n in self.at_bound:
+                out[n] = "at bound"
+            elif not np.isfinite(se) or se > 10 * max(1, abs(getattr(self.uarch, n))):
+                out[n] = "unidentified"
+        return out
+
     def params(self) -> dict[str, float]:
         return {f.name: getattr(self.uarch, f.name) for f in fields(self.uarch)}
 
@@ -294,10 +306,11 @@ def fit_report(fit: PipelineFit) -> str:
     """A text report: each free parameter ± stderr, n_obs, flags (at a bound, unidentified)."""
     lines = [f"A5 pipeline fit on {fit.n_rows} rows{f' of {fit.trace_name}' if fit.trace_name else ''}; "
              f"cost {fit.cost:.4f}; window profile {fit.window_profile} -> {fit.uarch.window}"]
+    flags = fit.flags()
     for n in fit.free:
         v = getattr(fit.uarch, n)
         se = fit.stderr.get(n, float("nan"))
-        flag = " [at bound]" if n in fit.at_bound else (" [unidentified]" if not np.isfinite(se) or se > 10 * max(1, abs(v)) else "")
+        flag = f" [{flags[n]}]" if n in flags else ""
         lines.append(f"  {n:<20}{v:>10.3f} ± {se:<9.3f} n={fit.n_obs.get(n, 0):<4}{flag}")
     return "\n".join(lines)
 

@@ -67,6 +67,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         run.sections.append({"arch": "a2a3", "model": "formula", "selection": fit.selection,
                              "choice": f"shrink {fit.shrink}, dtype effects {fit.dtypes}", "report": fit.report,
                              "cv": summary(fit.cv_predictions, y), "notes": notes,
+                             "accuracy": f"cross-validated (grouped by {group_by})",
                              "outliers": outliers(a2, fit.insample)})
     if "a5" in arches and model in ("formula", "all"):
         from .a5_formula_fit import fit_a5_formula
@@ -78,18 +79,25 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         run.sections.append({"arch": "a5", "model": "formula", "selection": fit.selection,
                              "choice": f"shrink {fit.shrink}, pooling by {fit.pool}", "report": _a5_report(fit.report),
                              "cv": summary(fit.cv_predictions, y), "notes": notes,
+                             "accuracy": f"cross-validated (grouped by {group_by})",
                              "outliers": outliers(a5, fit.insample)})
     if "a5" in arches and model in ("pipeline", "all"):
-        from .pipeline_fit import build_cases, fit_pipeline, fit_report
+        from .pipeline_fit import build_cases, fit_pipeline, predict_cases
 
         a5 = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True)
-        pfit = fit_pipeline(a5, cases=build_cases(a5), trace_name=source)
+        cases = build_cases(a5)
+        pfit = fit_pipeline(a5, cases=cases, trace_name=source)
         run.pipeline = pfit
+        pred = predict_cases(cases, pfit.uarch)[cases.row_case]
+        pred[cases.row_case < 0] = np.nan
+        flagged = [f"{n}: {why}" for n, why in pfit.flags().items()]
+        profile = ", ".join(f"{w}: {c:.3f}" for w, c in sorted(pfit.window_profile.items()))
         run.sections.append({"arch": "a5", "model": "pipeline", "selection": pd.DataFrame(),
-                             "choice": f"window {pfit.uarch.window}", "report": _pipeline_report(pfit),
-                             "cv": {"n": pfit.n_rows, "mape": float("nan"), "median_ape": float("nan"),
-                                    "worst_ape": float("nan"), "within_5": float("nan")},
-                             "notes": [fit_report(pfit)]})
+                             "choice": f"window {pfit.uarch.window} (loss by window {profile})",
+                             "report": _pipeline_report(pfit),
+                             "accuracy": "in-sample (its cross-validation is benchmarks/a5_pipeline.py: minutes per fold)",
+                             "cv": summary(pred, a5["measured_cycles"].to_numpy(float)), "notes": flagged,
+                             "note_label": "check", "outliers": outliers(a5, pred)})
     return run
 
 

@@ -325,3 +325,32 @@ def test_shipped_fit_on_measured_rows(measured_dir):
     simple = good["op"].isin(["TADD", "TSUB", "TMUL", "TMINS", "TNEG", "TEXP", "TSQRT", "TDIVS"]).to_numpy()
     assert err[simple].mean() < 0.05
     assert np.isfinite(pred).all()
+
+
+def test_fit_command_reports_pipeline_accuracy_and_where_it_wrote(tmp_path):
+    """`fit --model pipeline` says how well the fitted classes explain the trace (in-sample: its CV is the
+    benchmark) and where the parameters went, not a formula row count."""
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from fit.pipeline_fit import build_cases, predict_cases
+
+    rows = [{"arch": "a5", "op": op, "dtype": "fp32", "dst_dtype": "", "rows": r, "cols": c, "valid_rows": r,
+             "valid_cols": c, "vf_impl_kind": "VFIMPL_DEFAULT", "op_params": "", "round_mode": "",
+             "saturation_mode": ""} for op in ("TADD", "TEXP") for r, c in [(1, 64), (1, 640), (1, 1280)]]
+    frame = pd.DataFrame(rows)
+    cases = build_cases(frame)
+    frame["measured_cycles"] = np.round(predict_cases(cases, A5Uarch(sfu32_ii=3.0))[cases.row_case])
+    trace, params, formula = tmp_path / "t.csv", tmp_path / "pipe.csv", tmp_path / "formula.csv"
+    frame.to_csv(trace, index=False)
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "--model", "pipeline", "-o", str(formula),
+                        "--pipeline-output", str(params)], capture_output=True, text=True, timeout=600,
+                       env={**__import__("os").environ, "COLUMNS": "200"}, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "in-sample" in r.stdout and "MAPE nan" not in r.stdout
+    assert f"wrote the A5 pipeline parameters to {params}" in r.stdout
+    assert "parameter rows" not in r.stdout and not formula.exists()
+    got, _ = read_params(params)
+    assert got.sfu32_ii == pytest.approx(3.0, abs=0.3)
