@@ -119,8 +119,9 @@ class PipelineModel:
         """Clip and span of every shape loop of the template.
 
         Starting from the default clip, a loop's clip doubles (up to MAX_CLIP) until its slope over the last span
-        equals the slope over the span before (probed with the other shape loops at 1, 2 and 3 trips): a schedule whose
-        window fills slowly reaches its period late, and extrapolating from inside the transient would be wrong.
+        equals the slope over the span before and is no less than the slope of the dependency chains alone (probed
+        with the other shape loops at 1, 2 and 3 trips): a schedule whose window fills slowly, or whose recurrence
+        eats a faster start's slack slowly, reaches its period late, and extrapolating from the transient is wrong.
         """
         sig = tpl.sig_key
         if sig not in self._clips:
@@ -134,13 +135,17 @@ class PipelineModel:
                         if other != lid:
                             probe[other] = k
 
-                    def f(n, probe=probe):
+                    def f(n, mode="fast", probe=probe):
                         probe[lid] = n
-                        return self._sim(tpl, tuple(probe), "fast")
+                        return self._sim(tpl, tuple(probe), mode)
 
                     while clip < MAX_CLIP:
                         a, b, c = f(clip - 2 * span), f(clip - span), f(clip)
-                        if abs((c - b) - (b - a)) <= 1e-6 * max(1.0, abs(c)):
+                        tol = 1e-6 * max(1.0, abs(c))
+                        # below the slope of its dependency recurrences alone, a schedule is still eating the slack
+                        # of a faster start (TADD: the predicate chain overtakes dispatch after ~55 iterations)
+                        recurrence = f(clip, "latency") - f(clip - span, "latency")
+                        if abs((c - b) - (b - a)) <= tol and c - b >= recurrence - tol:
                             break
                         clip *= 2
                     if len(shape) == 1:
