@@ -7,11 +7,13 @@
 
 Every fit here starts from the reference defaults (`A5Uarch()`), not from the shipped parameters, so nothing
 of a held-out row leaks in through the starting point; the integer dispatch window is taken from the shipped
-fit (a hyper-parameter chosen on all rows: said so in the output). Skips cleanly when ../shared/measured is absent.
+fit (a hyper-parameter chosen on all rows: said so in the output). The 16 fits run `--jobs` at a time (default: one per
+core; about 25 min on 2 cores). Skips cleanly when ../shared/measured is absent.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -46,36 +48,57 @@ def _summ(df: pd.DataFrame, col: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def accuracy(max_nfev: int) -> pd.DataFrame:
-    from costmodel.models.a5_pipeline_uarch import A5Uarch, shipped
-    from fit.pipeline_fit import build_cases, fit_pipeline, predict_cases
+_STATE: dict = {}
+
+
+def _load() -> None:
+    """Build the measured cases once per process (workers start here)."""
+    from costmodel.models.a5_pipeline_uarch import shipped
+    from fit.pipeline_fit import build_cases
     from fit.traces import check_trace, read_trace
 
     good, _ = check_trace(read_trace(MEASURED))
-    cases = build_cases(good)
+    _STATE["cases"] = build_cases(good)
+    _STATE["window"] = shipped().window
+
+
+def _fit_and_predict(train: np.ndarray, max_nfev: int) -> np.ndarray:
+    """Return every row's cycles under parameters fitted on rows `train` from the reference defaults."""
+    from costmodel.models.a5_pipeline_uarch import A5Uarch
+    from fit.pipeline_fit import fit_pipeline, predict_cases
+
+    if not _STATE:
+        _load()
+    cases = _STATE["cases"]
+    fit = fit_pipeline(cases.frame, cases=cases, rows=train, init=A5Uarch(), windows=(_STATE["window"],),
+                       max_nfev=max_nfev)
+    return predict_cases(cases, fit.uarch)[cases.row_case]
+
+
+def accuracy(max_nfev: int, jobs: int = 1) -> pd.DataFrame:
+    """Return the measured rows with `shipped`, `cv` (5-fold grouped by shape) and `looo` (leave one op out)
+    predictions; the 16 fits run on `jobs` processes."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from costmodel.models.a5_pipeline_uarch import shipped
+    from fit.pipeline_fit import predict_cases
+
+    _load()
+    cases = _STATE["cases"]
     fr = cases.frame.copy()
-    window = shipped().window
-    init = A5Uarch()
     fr["shipped"] = predict_cases(cases, shipped())[cases.row_case]
-    # (a) grouped 5-fold CV
     folds = grouped_folds((fr["rows"].astype(str) + "x" + fr["cols"].astype(str)).to_numpy(), 5, seed=0)
-    fr["cv"] = np.nan
+    tasks = [(f"fold {f}", "cv", folds == f) for f in range(5)]
+    tasks += [(f"held out {op}", "looo", (fr["op"] == op).to_numpy()) for op in sorted(fr["op"].unique())]
+    fr["cv"] = fr["looo"] = np.nan
     t0 = time.time()
-    for f in range(5):
-        train = np.flatnonzero(folds != f)
-        fit = fit_pipeline(fr, cases=cases, rows=train, init=init, windows=(window,), max_nfev=max_nfev)
-        test = np.flatnonzero(folds == f)
-        pred = predict_cases(cases, fit.uarch)[cases.row_case]
-        fr.loc[test, "cv"] = pred[test]
-        print(f"  fold {f}: {len(train)} train rows, fitted in {time.time() - t0:.0f} s", flush=True)
-    # (b) leave one op out
-    fr["looo"] = np.nan
-    for op in sorted(fr["op"].unique()):
-        train = np.flatnonzero(fr["op"] != op)
-        fit = fit_pipeline(fr, cases=cases, rows=train, init=init, windows=(window,), max_nfev=max_nfev)
-        test = np.flatnonzero(fr["op"] == op)
-        fr.loc[test, "looo"] = predict_cases(cases, fit.uarch)[cases.row_case][test]
-        print(f"  held out {op}: fitted in {time.time() - t0:.0f} s", flush=True)
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_load) as pool:
+        running = {pool.submit(_fit_and_predict, np.flatnonzero(~test), max_nfev): (label, col, test)
+                   for label, col, test in tasks}
+        for done in as_completed(running):
+            label, col, test = running[done]
+            fr.loc[test, col] = done.result()[test]
+            print(f"  {label}: {int((~test).sum())} train rows, done at {time.time() - t0:.0f} s", flush=True)
     return fr
 
 
@@ -118,6 +141,7 @@ def speed(n: int = 100_000) -> dict[str, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-nfev", type=int, default=20, help="least-squares evaluations per fit")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="fits run in parallel (default: all cores)")
     ap.add_argument("--speed-only", action="store_true")
     args = ap.parse_args()
     print("vectorised path (cycles_for) on 100 000 random trip pairs:")
@@ -128,7 +152,7 @@ def main() -> int:
     if not MEASURED.exists():
         print(f"skipped accuracy: {MEASURED} is not present")
         return 0
-    fr = accuracy(args.max_nfev)
+    fr = accuracy(args.max_nfev, max(1, args.jobs))
     fr["unexplained"] = tag_unexplained(fr)
     pd.set_option("display.width", 200)
     fmt = {"mape": "{:.2f}".format, "within_5": "{:.0f}".format, "worst_ape": "{:.1f}".format}
@@ -140,6 +164,10 @@ def main() -> int:
         ok = fr[fr["unexplained"] == ""]
         s = _summ(ok, col).iloc[-1]
         print(f"  without the unexplained groups: n={s.n} MAPE {s.mape:.2f} % within 5 % {s.within_5:.0f} % worst {s.worst_ape:.1f} %")
+        variants = fr[fr["op"].isin(["TRECIP", "TSEL"])]
+        by = variants.assign(op=variants["op"] + " " + variants["op_params"].fillna("").replace("", "(none)")
+                             + " " + variants["dtype"])
+        print("  by variant: " + "; ".join(f"{r.op} {r.mape:.2f} % (n={r.n})" for r in _summ(by, col).iloc[:-1].itertuples()))
     print("\nrows the model does not explain structurally:")
     for tag, why in UNEXPLAINED.items():
         g = fr[fr["unexplained"] == tag]
