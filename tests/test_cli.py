@@ -14,7 +14,8 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     import os
 
     full_env = dict(os.environ, **(env or {}))
-    full_env.pop("PTO_COST_ARCH", None) if env is None else None
+    if "PTO_COST_ARCH" not in (env or {}):
+        full_env.pop("PTO_COST_ARCH", None)
     return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=ROOT, env=full_env, timeout=120)
 
 
@@ -23,6 +24,17 @@ def test_readme_command_prints_every_field():
     assert r.returncode == 0, r.stderr
     for word in ("arch", "a2a3", "strategy", "model", "cycles", "breakdown", "verified", "yes"):
         assert word in r.stdout
+
+
+def test_readme_example_output_is_what_the_command_prints():
+    """The README shows the main command's output; a refit or a model change must not leave it stale."""
+    cmd = "$ pto-cost estimate TMINS --shape 64x64 --dtype f16\n"
+    text = (ROOT / "README.md").read_text()
+    start = text.index(cmd) + len(cmd)
+    shown = text[start:text.index("```", start)].split()
+    r = run("estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", env={"COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == shown
 
 
 def test_estimate_json_is_one_document_with_the_keys():
