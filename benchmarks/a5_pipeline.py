@@ -65,14 +65,12 @@ def _load() -> None:
 def _fit_and_predict(train: np.ndarray, max_nfev: int) -> np.ndarray:
     """Return every row's cycles under parameters fitted on rows `train` from the reference defaults."""
     from costmodel.models.a5_pipeline_uarch import A5Uarch
-    from fit.pipeline_fit import fit_pipeline, predict_cases
+    from fit.pipeline_fit import fit_pipeline, predict_rows
 
-    if not _STATE:
-        _load()
     cases = _STATE["cases"]
     fit = fit_pipeline(cases.frame, cases=cases, rows=train, init=A5Uarch(), windows=(_STATE["window"],),
                        max_nfev=max_nfev)
-    return predict_cases(cases, fit.uarch)[cases.row_case]
+    return predict_rows(cases, fit.uarch)
 
 
 def accuracy(max_nfev: int, jobs: int = 1) -> pd.DataFrame:
@@ -81,12 +79,12 @@ def accuracy(max_nfev: int, jobs: int = 1) -> pd.DataFrame:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from costmodel.models.a5_pipeline_uarch import shipped
-    from fit.pipeline_fit import predict_cases
+    from fit.pipeline_fit import predict_rows
 
     _load()
     cases = _STATE["cases"]
     fr = cases.frame.copy()
-    fr["shipped"] = predict_cases(cases, shipped())[cases.row_case]
+    fr["shipped"] = predict_rows(cases, shipped())
     folds = grouped_folds((fr["rows"].astype(str) + "x" + fr["cols"].astype(str)).to_numpy(), 5, seed=0)
     tasks = [(f"fold {f}", "cv", folds == f) for f in range(5)]
     tasks += [(f"held out {op}", "looo", (fr["op"] == op).to_numpy()) for op in sorted(fr["op"].unique())]

@@ -158,7 +158,7 @@ def fit_text(run, output: str | None, written: int, pipeline_output: str | None 
     for sec in run.sections:
         cv = sec["cv"]
         con.print(f"\n[bold]{sec['arch']} {sec['model']}[/]: chose {sec['choice']}; "
-                  f"{sec.get('accuracy', 'cross-validated (grouped by shape)')}: "
+                  f"{sec['accuracy']}: "
                   f"MAPE {cv['mape']:.2f} %, median {cv['median_ape']:.2f} %, worst {cv['worst_ape']:.1f} %, "
                   f"within 5 % {cv['within_5']:.0f} % over {cv['n']} rows")
         for note in sec.get("notes", []):

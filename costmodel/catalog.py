@@ -30,6 +30,10 @@ class Instruction:
         """Return the dtype tokens accepted on `arch` (empty: not available there)."""
         return dict(self.dtypes).get(check_arch(arch), ())
 
+    def destinations(self, arch: str, src: str) -> tuple[str, ...]:
+        """Return the destination dtypes a `src>dst` token pair of `arch` accepts for `src` (empty: none listed)."""
+        return tuple(t.partition(">")[2] for t in self.dtypes_on(arch) if t.partition(">")[0] == src and ">" in t)
+
     def check_dtype(self, arch: str, dt: DType, dst: DType | None = None) -> None:
         """Raise UnsupportedDtypeError unless the instruction accepts `dt` (-> `dst`) on `arch`."""
         toks = self.dtypes_on(arch)

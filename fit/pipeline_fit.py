@@ -169,6 +169,11 @@ def _depends(tpl: Template, loops_nested: bool) -> set[str]:
     return dep
 
 
+def predict_rows(cases: Cases, ua: A5Uarch) -> np.ndarray:
+    """Cycles of every trace row of the cases (NaN for a row that could not be lowered)."""
+    return np.where(cases.row_case >= 0, predict_cases(cases, ua)[cases.row_case], np.nan)
+
+
 def predict_cases(cases: Cases, ua: A5Uarch, which: list[int] | None = None) -> np.ndarray:
     """Cycles of the distinct cases (all, or the listed ones; others NaN)."""
     model = PipelineModel(ua)

@@ -82,14 +82,13 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "accuracy": f"cross-validated (grouped by {group_by})",
                              "outliers": outliers(a5, fit.insample)})
     if "a5" in arches and model in ("pipeline", "all"):
-        from .pipeline_fit import build_cases, fit_pipeline, predict_cases
+        from .pipeline_fit import build_cases, fit_pipeline, predict_rows
 
         a5 = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True)
         cases = build_cases(a5)
         pfit = fit_pipeline(a5, cases=cases, trace_name=source)
         run.pipeline = pfit
-        pred = predict_cases(cases, pfit.uarch)[cases.row_case]
-        pred[cases.row_case < 0] = np.nan
+        pred = predict_rows(cases, pfit.uarch)
         flagged = [f"{n}: {why}" for n, why in pfit.flags().items()]
         profile = ", ".join(f"{w}: {c:.3f}" for w, c in sorted(pfit.window_profile.items()))
         run.sections.append({"arch": "a5", "model": "pipeline", "selection": pd.DataFrame(),
