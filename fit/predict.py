@@ -6,13 +6,15 @@ import pandas as pd
 
 from costmodel.errors import PtoCostError
 
-from .traces import check_trace, request_kwargs, trace_request
+from .traces import check_trace, normalise_trace, request_kwargs, trace_request
 
 
 def predict_frame(df: pd.DataFrame, *, model: str = "auto") -> pd.DataFrame:
-    """Return `df` plus `predicted_cycles`, `strategy`, `model` and `note` columns (never raises per row)."""
+    """Return `df` (normalised as `read_trace` does) plus `predicted_cycles`, `strategy`, `model` and `note`
+    columns (never raises per row)."""
     from costmodel.api import estimate_request
 
+    df = normalise_trace(df)
     good, problems = check_trace(df, require_measured=False)
     notes = {p.line: f"{p.column}: {p.message}" for p in reversed(problems)}
     out = df.copy()

@@ -51,18 +51,25 @@ def read_trace(path: str | os.PathLike) -> pd.DataFrame:
         raise TraceError(f"{path}: reading Parquet needs pyarrow (pip install 'pto-cost[parquet]')") from None
     except Exception as exc:  # pandas raises several parser error types
         raise TraceError(f"{path}: not a readable CSV/Parquet trace ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+    return normalise_trace(df, name=str(path))
+
+
+def normalise_trace(df: pd.DataFrame, *, name: str = "trace") -> pd.DataFrame:
+    """Return a copy of a trace-shaped frame in `read_trace`'s form: lower-case columns, every optional column
+    present, key columns as stripped strings ('' for missing) and a `line` column (file line numbers from 2)."""
+    df = df.copy()
     df.columns = [str(c).strip().lower() for c in df.columns]
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
-        raise TraceError(f"{path}: missing column(s) {', '.join(missing)}; a trace needs {', '.join(REQUIRED)} "
+        raise TraceError(f"{name}: missing column(s) {', '.join(missing)}; a trace needs {', '.join(REQUIRED)} "
                          f"(optional: {', '.join(OPTIONAL)})")
     for col in OPTIONAL:
         if col not in df.columns:
             df[col] = ""
-    df = df.astype({c: str for c in KEY if c in df.columns})
-    for col in KEY:
-        df[col] = df[col].replace({"nan": "", "None": ""}).str.strip()
-    df.insert(0, "line", np.arange(2, len(df) + 2))
+    for col in KEY:  # missing values (NaN/None from Parquet or a frame) become '' like an empty CSV cell
+        df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str).replace({"nan": "", "None": ""}).str.strip()
+    if "line" not in df.columns:
+        df.insert(0, "line", np.arange(2, len(df) + 2))
     return df
 
 

@@ -74,6 +74,18 @@ def test_parquet_roundtrip(tmp_path):
     assert not problems and good.loc[0, "valid_rows"] == 64
 
 
+def test_parquet_nulls_and_plain_frames_read_like_empty_csv_cells(tmp_path):
+    df = pd.DataFrame({"arch": ["a5", "a5"], "op": ["TCVT", "TADD"], "dtype": ["fp16", "fp32"],
+                       "dst_dtype": ["fp32", None], "rows": [1, 2], "cols": [64, 64], "valid_rows": [1, None],
+                       "measured_cycles": [60.0, 55.0]})
+    df.to_parquet(tmp_path / "t.parquet")
+    good, problems = check_trace(read_trace(tmp_path / "t.parquet"))
+    assert not problems and good.loc[1, "dst_dtype"] == "" and good.loc[1, "valid_rows"] == 2
+    out = predict_frame(df.assign(dst_dtype=[np.nan if d is None else d for d in df.dst_dtype]))
+    assert out.predicted_cycles.notna().all(), out.note.tolist()
+    assert list(out.line) == [2, 3]
+
+
 def test_measured_files_map_to_requests(measured_dir):
     for name in ("a2a3_cycles.csv", "a5_vf_cycles.csv"):
         good, problems = check_trace(read_trace(measured_dir / name))
