@@ -133,6 +133,15 @@ def test_packing_store_serialisation_rules():
     one = _prog(Loop("r", 2, (Loop("j", 1, (st_pu,), "chunks"),), "rows"), form="2d-post-update")
     _, tr = _run(one, ua)
     assert tr.done[0] - tr.issue[0] == pytest.approx(9) and tr.issue[1] - tr.done[0] <= 3 + 1e-9
+    # a row of only a tail chunk (its store sits in the row loop, no chunk loop) is a row of one chunk too
+    tail_only = _prog(Loop("r", 2, (st_pu,), "rows"), form="2d-post-update")
+    _, tr = _run(tail_only, ua)
+    assert tr.done[0] - tr.issue[0] == pytest.approx(9) and tr.issue[1] - tr.done[0] <= 3 + 1e-9
+    # a full chunk and a tail make a row of two chunks: the tail store pays the gap, but not the row's first-store wait
+    full_tail = _prog(Loop("r", 2, (Loop("j", 1, (st_pu,), "chunks"), st_pu), "rows"), form="2d-post-update")
+    _, tr = _run(full_tail, ua)
+    assert tr.done[1] - tr.issue[1] == pytest.approx(9 + 50) and tr.done[0] - tr.issue[0] == pytest.approx(9 + 50)
+    assert tr.issue[1] - tr.done[0] == pytest.approx(3)
 
 
 def test_vector_classes():

@@ -296,7 +296,7 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
     # packing-store hazards
     pack_prev, pack_prev_by = NEG, -1       # max done of packing stores of earlier iterations
     pack_cur, pack_cur_by = NEG, -1         # ... of the current iteration
-    inner_of = _innermost_loop_of(tpl)
+    chunk_loop = _chunk_loop_of(tpl)
     serial, pu_gap, row_gap = ua.pack_store_serial, ua.pack_store_pu_gap, ua.pack_store_row_gap
     tr = Trace(startup=S, drain=ua.drain) if record else None
     end = S
@@ -348,9 +348,12 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
         # chunks each takes pu_gap longer to complete, and a row's first waits row_gap more after the row before
         hold = 0.0
         if ins.pack:
-            lp = inner_of[item]
-            chunked = ins.post and lp >= 0 and trips[lp] >= 2
-            h = pack_prev + serial + (row_gap if chunked and iters[lp] == 0 and instance[lp] > 1 else 0.0)
+            lp, fewest, inside = chunk_loop[item]
+            if lp >= 0 and not inside and pack_cur > pack_prev:  # a row's tail step follows its last full chunk
+                pack_prev, pack_prev_by, pack_cur, pack_cur_by = pack_cur, pack_cur_by, NEG, -1
+            chunked = ins.post and lp >= 0 and trips[lp] >= fewest
+            row_first = chunked and inside and iters[lp] == 0 and instance[lp] > 1
+            h = pack_prev + serial + (row_gap if row_first else 0.0)
             if h > t:
                 t, iwhy, iby, iat = h, "pack_store", pack_prev_by, "i"
             hold = pu_gap if chunked else 0.0
@@ -430,18 +433,27 @@ def simulate(tpl: Template, trips: tuple[int, ...], ua: A5Uarch, *, record: bool
     return total, tr
 
 
-def _innermost_loop_of(tpl: Template) -> list[int]:
-    """Loop id of the innermost loop enclosing each static instruction (-1: none)."""
-    out = [-1] * len(tpl.instrs)
+def _chunk_loop_of(tpl: Template) -> list[tuple[int, int, bool]]:
+    """Per static instruction, (loop id, fewest trips, inside it): the instruction runs in a row of several chunks
+    when that chunk loop (1D elements or 2D chunks) makes at least `fewest` trips. A 2D post-update row runs its full
+    chunks in a loop and then its tail step in the row loop itself, so where a row has a tail packing store, one full
+    chunk already makes two, for the stores in the loop and for the tail store after it. (-1, 0, False) for an
+    instruction that never does (a row of one tail chunk only, or no loop)."""
+    out = [(-1, 0, False)] * len(tpl.instrs)
+    roles = {lp.id: lp.role for lp in tpl.loops}
 
-    def visit(body, lid):
+    def visit(body, lid, fewest):
+        loops = [item[1] for item in body if item[0] == "L" and roles[item[1]] in ("chunks", "elements")]
+        tail = any(item[0] == "i" and tpl.instrs[item[1]].pack for item in body)
         for item in body:
-            if item[0] == "i":
-                out[item[1]] = lid
-            else:
-                visit(item[2], item[1])
+            if item[0] == "L":
+                visit(item[2], item[1], 1 if tail else 2)
+            elif lid >= 0 and roles[lid] in ("chunks", "elements"):
+                out[item[1]] = (lid, fewest, True)
+            elif loops:
+                out[item[1]] = (loops[0], 1, False)
 
-    visit(tpl.body, -1)
+    visit(tpl.body, -1, 2)
     return out
 
 
