@@ -19,7 +19,7 @@ from scipy.optimize import lsq_linear
 from costmodel.models import a5_formula as fm
 from costmodel.models.params import ParamRow
 
-from .a5_smooth_fit import SmoothFit, fit_smooth, predict_smooth
+from .a5_smooth_fit import OFFSET_PRIOR, SmoothFit, fit_smooth, predict_smooth
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
 from .traces import cv_groups, trace_request
@@ -28,9 +28,6 @@ from .traces import cv_groups, trace_request
 # families of the same 1D/2D form)
 CANDIDATES = [(shrink, pool) for shrink in (0.003, 0.01) for pool in ("family", "dimension")]
 BASE_SCALE = {"p0": 20.0, "p1": 1.0, "p2": 3.0, "p3": 10.0, "p4": 10.0, "p5": 3.0}
-# a start-up offset shared by every key of a loop form; its prior is the reference's measured effect of post-update
-# addressing: NO_POST_UPDATE runs 1-2 cycles faster at 10 iterations (costmodel.md §7 table, 1x640 fp32)
-STRATEGY_OFFSET = {"1d-post-update": 1.5, "1d-no-post-update": 0.0}
 D_START = {"2d-no-post-update": (50.0, 1.0, 5.0)}
 # the start of a dispatch bound: at least the VF startup plus drain (23 + 12 cycles, costmodel.md §8)
 D_START_BOUNDS = ((35.0, 80.0),)
@@ -126,7 +123,7 @@ def _fit_p(rows: Rows, idx: np.ndarray, shrink: float, scales, pool: str = "fami
         n = f"off|{strategy}"
         names.append(n)
         cols.append((rows.strategy[idx] == strategy).astype(float))
-        prior[n], scale[n] = STRATEGY_OFFSET.get(strategy, 0.0), 1.0
+        prior[n], scale[n] = OFFSET_PRIOR.get(strategy, 0.0), 1.0
     fit = fit_linear(np.column_stack(cols), rows.y[idx], names, parent=parent, shrink=shrink, scale=scale,
                      prior=prior, stderr=False)
     out = dict(fit.nodes)  # every key, (key in any form) and family node, effective values
@@ -328,7 +325,7 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, 
                 continue
             sel = (rows.fam == fam) & (rows.dim == dim)
             for strategy in strategies[dim]:
-                offset = coef.get(f"off|{strategy}", STRATEGY_OFFSET.get(strategy, 0.0))
+                offset = coef.get(f"off|{strategy}", OFFSET_PRIOR.get(strategy, 0.0))
                 for t in fm.TERMS[dim]:
                     value = float(coef[f"{t}|{fam}|{dim}|mean"]) + (offset if t == "p0" else 0.0)
                     out.append(ParamRow("a5", "vf", "family", fam, "*", "", strategy, "", t, value, None,

@@ -52,9 +52,12 @@ MEMBER_TERMS = ("da", "dp")  # an op body's start and per-chunk deviation from t
 # conversion's one-chunk 2D row cost away from its 1D chunk cost, and an unidentified widening 1D slope away from its
 # 2D one (tie, tie_w: chosen by CV grouped by shape and by measured case; 0.01-0.05, and 0.003-0.05, do alike)
 PENALTY = {"tie": 0.05, "tie_w": 0.05, "r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02, "f": 0.004, "da": 0.05, "dp": 1.0}
-# priors of the loop-form offsets: 2D no-post-update is the reference; post-update addressing costs 1-2 cycles
-# more than no-post-update at 10 iterations (costmodel.md §7 table, 1x640 fp32), as in a5_formula_fit
-OFFSET_PRIOR = {"2d-no-post-update": 0.0, "1d-no-post-update": 0.0, "1d-post-update": 1.5}
+# priors of the loop-form offsets, also those of a5_formula_fit's hard-max form: 2D no-post-update is the reference;
+# post-update addressing costs 1-2 cycles more than no-post-update at 10 iterations (costmodel.md §7 table, 1x640
+# fp32). That table is 1D; 2D post-update gets the same prior, since only TCVT's rows measure it and TCVT's 2D
+# bodies have their own starts, which leave the offset all but unidentified (free, it fell to -5 cycles and made
+# a 2-row 1D_POST_UPDATE TMINS cheaper than its 1-row one).
+OFFSET_PRIOR = {"2d-no-post-update": 0.0, "1d-no-post-update": 0.0, "1d-post-update": 1.5, "2d-post-update": 1.5}
 # bounds: dispatch start at least VF startup + drain (23 + 12, costmodel.md §8); no negative per-chunk or per-row
 # cost (mc changes the per-chunk cost of multi-chunk rows and may be negative)
 LOWER = {"d0": 35.0, "d1": 0.5, "d2": 0.0, "d3": 0.0, "off": -20.0, "a": 0.0, "p": 0.0, "r": 0.0, "mr": 0.0, "mc": -500.0,
