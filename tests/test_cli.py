@@ -37,6 +37,23 @@ def test_readme_example_output_is_what_the_command_prints():
     assert r.stdout.split() == shown
 
 
+def test_help_texts_print_as_written():
+    """Rich turns `:name:` in help text into emoji (A:B:STEP printed as A🅱STEP); no command's help may."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    emoji = re.compile("[\U0001F000-\U0001FFFF\u2600-\u27BF]")
+    names = [c.name or c.callback.__name__ for c in app.registered_commands]
+    assert len(names) >= 10
+    for name in names:
+        res = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "200"})
+        assert res.exit_code == 0, (name, res.output)
+        assert not emoji.search(res.output), (name, emoji.findall(res.output))
+
+
 def test_estimate_json_is_one_document_with_the_keys():
     r = run("estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--json")
     assert r.returncode == 0, r.stderr
