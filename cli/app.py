@@ -89,7 +89,7 @@ def compare(
         return
     for a, ests in tables:
         if isinstance(ests, str):
-            render.console().print(f"[yellow]{op} on {a}: {ests}[/]")
+            render.console().print(f"[yellow]{render.plain(f'{op} on {a}: {ests}')}[/]")
         else:
             render.compare_text(ests)
 
@@ -169,9 +169,9 @@ def verify(
         con = render.console()
         for s, v in results:
             style = {"yes": "green", "no": "red"}.get(v.label, "yellow")
-            con.print(f"{r.op} {r.arch} {s}: [{style}]{v.label}[/] — {v.note}")
+            con.print(f"{r.op} {r.arch} {s}: [{style}]{v.label}[/] — {render.plain(v.note)}")
             for where, idx, got, want in v.mismatches:
-                con.print(f"    {where} {idx}: got {got!r}, expected {want!r}")
+                con.print(render.plain(f"    {where} {idx}: got {got!r}, expected {want!r}"))
     if failed:
         raise typer.Exit(1)
 
@@ -220,7 +220,7 @@ def ops(
     for i in rows:
         mod = ",".join(a for a in archs if modelled(a, i.family, i.name)) or "-"
         extra = [priced.get(i.name, "-")] if priced else []
-        t.add_row(i.name, i.family, *(" ".join(i.dtypes_on(a)) or "-" for a in archs), mod, *extra)
+        t.add_row(i.name, i.family, *(" ".join(i.dtypes_on(a)) or "-" for a in archs), mod, *map(render.plain, extra))
     render.console().print(t)
 
 
@@ -258,8 +258,8 @@ def predict(
     df = predict_frame(read_trace(cases), model=model)
     write_frame(df.drop(columns=["line"]), output)
     n_ok = int(df["predicted_cycles"].notna().sum())
-    render.console(stderr=True).print(f"wrote {output}: {n_ok} of {len(df)} rows predicted"
-                                      + (f", {len(df) - n_ok} with a reason in `note`" if n_ok < len(df) else ""))
+    render.console(stderr=True).print(render.plain(f"wrote {output}: {n_ok} of {len(df)} rows predicted"
+                                      + (f", {len(df) - n_ok} with a reason in `note`" if n_ok < len(df) else "")))
 
 
 @app.command()
@@ -331,8 +331,8 @@ def plot(
     if csv:
         write_frame(df, csv)
     n_bad = int(df["cycles"].isna().sum())
-    render.console(stderr=True).print(f"wrote {output}" + (f" and {csv}" if csv else "")
-                                      + (f"; {n_bad} point(s) not modelled (see `note` in the CSV)" if n_bad else ""))
+    render.console(stderr=True).print(render.plain(f"wrote {output}" + (f" and {csv}" if csv else "")
+                                      + (f"; {n_bad} point(s) not modelled (see `note` in the CSV)" if n_bad else "")))
 
 
 def _measured_points(path: str, df, x: str, fixed: str):
@@ -448,12 +448,12 @@ def sweep_cmd(
         raise PtoCostError(f"unknown engine {engine!r}; accepted: local, dask")
     write_frame(df, output)
     n_bad = int(df["cycles"].isna().sum())
-    con.print(f"wrote {output}: {len(df)} rows" + (f", {n_bad} not modelled (see `note`)" if n_bad else ""))
+    con.print(render.plain(f"wrote {output}: {len(df)} rows" + (f", {n_bad} not modelled (see `note`)" if n_bad else "")))
     if verify_sample:
         bad = run_verify_sample(df, verify_sample, seed=seed)
         if bad:
             for line in bad[:10]:
-                con.print(f"[red]not verified[/]: {line}")
+                con.print(f"[red]not verified[/]: {render.plain(line)}")
             raise typer.Exit(1)
         con.print(f"verified a sample of {min(verify_sample, int(df['cycles'].notna().sum()))} point(s) against the golden")
 

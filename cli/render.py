@@ -14,6 +14,13 @@ def console(stderr: bool = False):
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
+def plain(value: Any) -> str:
+    """Return str(value) escaped for rich markup, so data such as a note's '[costmodel.md §7 ...]' prints as is."""
+    from rich.markup import escape
+
+    return escape(str(value))
+
+
 def emit_json(doc: dict[str, Any]) -> None:
     """Write one JSON document (with schema and tool version) to stdout."""
     from costmodel import __version__
@@ -45,21 +52,21 @@ def estimate_text(e) -> None:
     t.add_column(style="bold")
     t.add_column()
     req = e.request
-    t.add_row("op", f"{e.op}")
-    t.add_row("arch", f"{e.arch} ({e.arch_source})")
+    t.add_row("op", plain(e.op))
+    t.add_row("arch", plain(f"{e.arch} ({e.arch_source})"))
     if req is not None:
-        t.add_row("tiles", "; ".join(f"{k} {tile.describe()}" for k, tile in req.tiles))
+        t.add_row("tiles", plain("; ".join(f"{k} {tile.describe()}" for k, tile in req.tiles)))
         if req.params:
-            t.add_row("params", " ".join(f"{k}={v}" for k, v in req.params))
-    t.add_row("strategy", f"{e.strategy} ({e.strategy_source})")
-    t.add_row("model", e.model)
+            t.add_row("params", plain(" ".join(f"{k}={v}" for k, v in req.params)))
+    t.add_row("strategy", plain(f"{e.strategy} ({e.strategy_source})"))
+    t.add_row("model", plain(e.model))
     t.add_row("cycles", fmt_cycles(e.cycles))
     t.add_row("breakdown", breakdown_text(e.breakdown))
     verified = e.to_dict()["verified"]
     style = {"yes": "green", "no": "red"}.get(verified, "yellow")
-    t.add_row("verified", f"[{style}]{verified}[/] ({e.verify_note})")
+    t.add_row("verified", f"[{style}]{verified}[/] ({plain(e.verify_note)})")
     for n in e.notes:
-        t.add_row("note", n)
+        t.add_row("note", plain(n))
     console().print(t)
 
 
@@ -70,7 +77,7 @@ def compare_text(ests) -> None:
     best = min(e.cycles for e in ests)
     default = next((e for e in ests if e.strategy_source == "default"), ests[0])
     e0 = ests[0]
-    t = Table(title=f"{e0.op} on {e0.arch} — {e0.request.dst.describe() if e0.request else ''} — model {e0.model}")
+    t = Table(title=plain(f"{e0.op} on {e0.arch} — {e0.request.dst.describe() if e0.request else ''} — model {e0.model}"))
     for col in ("strategy", "cycles", "vs default", "breakdown", "verified"):
         t.add_column(col, justify="right" if col in ("cycles", "vs default") else "left")
     for e in ests:
@@ -81,7 +88,7 @@ def compare_text(ests) -> None:
             tags.append("fastest")
         name = e.strategy + (f" ({', '.join(tags)})" if tags else "")
         rel = (e.cycles / default.cycles - 1) * 100 if default.cycles else 0.0
-        t.add_row(name, fmt_cycles(e.cycles), f"{rel:+.1f}%", breakdown_text(e.breakdown), e.to_dict()["verified"])
+        t.add_row(plain(name), fmt_cycles(e.cycles), f"{rel:+.1f}%", plain(breakdown_text(e.breakdown)), e.to_dict()["verified"])
     console().print(t)
 
 
@@ -95,7 +102,7 @@ def _metrics_table(title: str, df, keys: list[str]):
         t.add_column(col, justify="right")
     for r in df.to_dict("records"):
         tau = r.get("kendall_tau")
-        t.add_row(*(str(r[k]) for k in keys), str(r["n"]), f"{r['mape']:.2f}", f"{r['median_ape']:.2f}",
+        t.add_row(*(plain(r[k]) for k in keys), str(r["n"]), f"{r['mape']:.2f}", f"{r['median_ape']:.2f}",
                   f"{r['worst_ape']:.2f}", f"{r['within_5']:.0f}", "-" if tau != tau else f"{tau:.3f}")
     return t
 
@@ -105,7 +112,7 @@ def validation_text(rep, name: str) -> None:
 
     con = console()
     o = rep.overall
-    con.print(f"[bold]{name}[/]: {o['n']} of {o['rows']} rows predicted")
+    con.print(f"[bold]{plain(name)}[/]: {o['n']} of {o['rows']} rows predicted")
     if o["n"]:
         con.print(f"overall: MAPE {o['mape']:.2f} %, median {o['median_ape']:.2f} %, worst {o['worst_ape']:.2f} %, "
                   f"within 5 % {o['within_5']:.1f} %, Kendall tau {o['kendall_tau']:.3f}")
@@ -114,7 +121,7 @@ def validation_text(rep, name: str) -> None:
         notes = rep.unmodelled.groupby("note", sort=False)["line"].apply(lambda s: ", ".join(map(str, s))).reset_index()
         con.print(f"[yellow]{len(rep.unmodelled)} row(s) not modelled:[/]")
         for r in notes.itertuples(index=False):
-            con.print(f"  lines {r.line}: {r.note}")
+            con.print(plain(f"  lines {r.line}: {r.note}"))
 
 
 class _Progress:
@@ -152,24 +159,23 @@ def fit_text(run, output: str | None, written: int, pipeline_output: str | None 
             by_line.setdefault(p.line, []).append(f"{p.column}: {p.message}")
         con.print(f"[yellow]{len(by_line)} trace row(s) left out:[/]")
         for line, msgs in list(by_line.items())[:12]:
-            con.print(f"  line {line}: {msgs[0]}" + (f" (+{len(msgs) - 1} more)" if len(msgs) > 1 else ""))
+            con.print(plain(f"  line {line}: {msgs[0]}" + (f" (+{len(msgs) - 1} more)" if len(msgs) > 1 else "")))
         if len(by_line) > 12:
             con.print(f"  … and {len(by_line) - 12} more rows")
     for sec in run.sections:
         cv = sec["cv"]
-        con.print(f"\n[bold]{sec['arch']} {sec['model']}[/]: chose {sec['choice']}; "
-                  f"{sec['accuracy']}: "
-                  f"MAPE {cv['mape']:.2f} %, median {cv['median_ape']:.2f} %, worst {cv['worst_ape']:.1f} %, "
+        con.print(f"\n[bold]{sec['arch']} {sec['model']}[/]: " + plain(f"chose {sec['choice']}; {sec['accuracy']}: ")
+                  + f"MAPE {cv['mape']:.2f} %, median {cv['median_ape']:.2f} %, worst {cv['worst_ape']:.1f} %, "
                   f"within 5 % {cv['within_5']:.0f} % over {cv['n']} rows")
         for note in sec.get("notes", []):
-            con.print(f"  [yellow]{sec.get('note_label', 'skipped')}[/] {note}")
+            con.print(f"  [yellow]{sec.get('note_label', 'skipped')}[/] {plain(note)}")
         t = Table(title=f"{sec['arch']} {sec['model']} parameters (rows with observations)")
         for col in ("parameter", "value", "± stderr", "n", "CV MAPE %"):
             t.add_column(col, justify="left" if col == "parameter" else "right")
         rep = sec["report"]
         for r in rep[rep["n_obs"] > 0].to_dict("records"):
             se = r["stderr"]
-            t.add_row(str(r["parameter"]), f"{r['value']:.4g}", "-" if se is None or se != se else f"{se:.3g}",
+            t.add_row(plain(r["parameter"]), f"{r['value']:.4g}", "-" if se is None or se != se else f"{se:.3g}",
                       str(int(r["n_obs"])), "-" if r["cv_mape"] is None or r["cv_mape"] != r["cv_mape"] else f"{r['cv_mape']:.1f}")
         con.print(t)
         out = sec.get("outliers")
@@ -179,12 +185,12 @@ def fit_text(run, output: str | None, written: int, pipeline_output: str | None 
                 shape = f"{r.get('rows')}x{r.get('cols')}" + (f" valid {r.get('valid_rows')}x{r.get('valid_cols')}"
                                                             if (r.get('valid_rows'), r.get('valid_cols')) != (r.get('rows'), r.get('cols')) else "")
                 dst = f"->{r['dst_dtype']}" if r.get("dst_dtype") else ""
-                con.print(f"  line {r['line']}: {r['op']} {r['dtype']}{dst} {shape} {r.get('vf_impl_kind', '') or ''} "
-                          f"measured {r['measured']:g}, predicted {r['predicted']:g} ({r['error_pct']:+.1f} %)")
+                con.print(plain(f"  line {r['line']}: {r['op']} {r['dtype']}{dst} {shape} {r.get('vf_impl_kind', '') or ''} "
+                                f"measured {r['measured']:g}, predicted {r['predicted']:g} ({r['error_pct']:+.1f} %)"))
     if not output:
         con.print("dry run: nothing written")
         return
     if run.rows:
-        con.print(f"wrote {written} parameter rows to {output}")
+        con.print(plain(f"wrote {written} parameter rows to {output}"))
     if pipeline_output and run.pipeline is not None:
-        con.print(f"wrote the A5 pipeline parameters to {pipeline_output}")
+        con.print(plain(f"wrote the A5 pipeline parameters to {pipeline_output}"))

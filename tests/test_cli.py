@@ -54,6 +54,15 @@ def test_help_texts_print_as_written():
         assert not emoji.search(res.output), (name, emoji.findall(res.output))
 
 
+def test_notes_print_their_bracketed_citations():
+    """Data is not rich markup: a note's '[costmodel.md 7 ...]' citation must reach the terminal."""
+    r = run("estimate", "TMINS", "--shape", "1x64", "--dtype", "f16", "--arch", "a5", env={"COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    note = json.loads(run("estimate", "TMINS", "--shape", "1x64", "--dtype", "f16", "--arch", "a5", "--json").stdout)
+    cite = next(n for n in note["notes"] if "[" in n)
+    assert cite[cite.index("["):] in r.stdout
+
+
 def test_estimate_json_is_one_document_with_the_keys():
     r = run("estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--json")
     assert r.returncode == 0, r.stderr
