@@ -42,6 +42,12 @@ from scipy.sparse import lil_matrix
 from costmodel.models.a5_formula import BITS, address_counts, address_terms, cycles, family_of, features, smooth_max
 
 PER_FORM_BODIES = ("TCVT",)
+# chunks of one simple op on whole vectors between plain loads and a store issue the same instructions whatever the
+# element type, and measure alike: TADD f16 1x1280 and f32 1x640 (ten 256-byte chunks each) both cost 67 cycles, TMINS
+# 64 and 64 (upstream prices these ops' f16 with their f32 curve, costmodel.md §9). Their bodies are shared across
+# dtypes (a dtype measured once takes the slope of the others), unlike SFU ops (f16 II 8 against f32 4, §8), TSEL
+# (its mask load differs per width, §3 step 6) and TRECIP high precision (its step count differs per width).
+DTYPE_FREE_SIGS = ("ld1 st1 simple1", "ld2 st1 simple1")
 DISPATCH_TERMS = ("d0", "d1", "d2", "d3")
 BODY_TERMS = ("a", "p", "r", "mr", "mc", "f")
 MEMBER_TERMS = ("da", "dp")  # an op body's start and per-chunk deviation from the body it shares
@@ -89,10 +95,12 @@ def tied_bodies(keys: list[dict[str, str]], widening: bool = False) -> list[tupl
 def body_of(key: dict[str, str]) -> str:
     """Return the body a key's resource form is shared by: for the ops in PER_FORM_BODIES their family (conversions of
     equal widths share one curve, costmodel.md §9) and 1D/2D form; else the chunk's work (`sig`, models/a5_features.py
-    `body_signature`: TADD, TSUB and TMUL share one) on the key's types — each op deviates from it by MEMBER terms."""
+    `body_signature`: TADD, TSUB and TMUL share one) on the key's types, or on any type for DTYPE_FREE_SIGS — each op
+    deviates from it by MEMBER terms."""
     if key["name"] in PER_FORM_BODIES:
         return f"{family_of(key)}|{key['strategy'][:2]}"
-    return "|".join([key.get("sig") or key["name"], key["dtype"], key["dst_dtype"]])
+    sig = key.get("sig") or key["name"]
+    return "|".join([sig, "*" if sig in DTYPE_FREE_SIGS else key["dtype"], key["dst_dtype"]])
 
 
 @dataclass(frozen=True)

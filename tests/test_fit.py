@@ -445,3 +445,28 @@ def test_a5_smooth_fit_pools_ops_that_share_a_body():
     assert src == "body"
     want, _ = fm.cycles({**true_p, "p0": 40.5}, d, 400.0, 20.0, "2d")  # between TADD's and TMUL's start
     assert float(fm.cycles(p, dd, 400.0, 20.0, "2d")[0]) == pytest.approx(float(want), rel=0.03)
+
+
+def test_a5_simple_bodies_are_shared_across_element_widths_and_sfu_bodies_are_not():
+    """TMINS f32 on many shapes and f16 measured once (same work per 256-byte chunk): the f16 key takes the f32
+    slope instead of splitting its one row between a start and a slope of its own. An SFU body (f16 II twice
+    f32's) stays per dtype."""
+    from costmodel.models import a5_formula as fm
+    from fit.a5_smooth_fit import body_of, fit_smooth
+
+    simple = {"name": "TMINS", "dst_dtype": "", "op_params": "", "sig": "ld1 st1 simple1", "strategy": "1d-post-update"}
+    sfu = {**simple, "name": "TEXP", "sig": "ld1 st1 sfu1"}
+    assert body_of({**simple, "dtype": "f16"}) == body_of({**simple, "dtype": "f32"})
+    assert body_of({**sfu, "dtype": "f16"}) != body_of({**sfu, "dtype": "f32"})
+    d = {"d0": 50.0, "d1": 0.7, "d2": 1.0, "d3": 5.0, "q": 8.0}
+    true_p = {"p0": 48.0, "p1": 1.1}
+    keys, C, R, y = [], [], [], []
+    for dtype, chunks in (("f32", (1, 3, 5, 10, 20, 40, 80)), ("f16", (10,))):
+        for c in chunks:
+            keys.append({**simple, "dtype": dtype})
+            C.append(c), R.append(1), y.append(float(fm.cycles(true_p, d, c, 1, "1d")[0]))
+    fit = fit_smooth(_synthetic_rows(keys, C, R, y), np.arange(len(y)))
+    f16 = fit.params({**simple, "dtype": "f16"})
+    assert f16[0]["p1"] == pytest.approx(fit.params({**simple, "dtype": "f32"})[0]["p1"], rel=0.02)
+    want = float(fm.cycles(true_p, d, 160, 1, "1d")[0])
+    assert float(fm.cycles(*f16, 160, 1, "1d")[0]) == pytest.approx(want, rel=0.03)

@@ -59,3 +59,11 @@ def test_formula_conversions_grow_with_rows_and_columns_from_two_rows_on(src, ds
     for kind in KINDS:
         g = _grid("TCVT", src, kind, dst_dtype=dst)
         _check_multi_row_trends(g, f"TCVT {src}->{dst} {kind}")
+
+
+@pytest.mark.parametrize("op,dtype", [("TADDS", "bf16"), ("TMAXS", "i16"), ("TSUBS", "f16")])
+def test_ops_nobody_measured_take_the_body_of_ops_doing_the_same_work_on_any_dtype(op, dtype):
+    e = api.estimate(op, "1x1280", dtype, arch="a5", model="formula", verify=False)
+    ref = api.estimate("TMINS", "1x1280", "f16", arch="a5", model="formula", verify=False)
+    assert e.params_from == "body"
+    assert e.cycles == pytest.approx(ref.cycles, rel=0.05)  # one simple op per chunk, like TMINS

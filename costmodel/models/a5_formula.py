@@ -108,8 +108,8 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
     """Return (P coefficients, D coefficients, where P came from: "key", "family" or "body") for a key, or None if
     it has no parameters: the key's own rows, else its family's (an unmeasured dtype of a measured op), else —
     given the plan's `sig` (a5_features.body_signature) — the body that measured ops doing the same work per chunk
-    share (an op nobody measured: TADDS prices like TMINS and TNEG). Rows fitted in the smooth form carry their own
-    d0..d3 and q."""
+    share, on the key's dtype or on any (an op nobody measured: TADDS prices like TMINS and TNEG). Rows fitted in
+    the smooth form carry their own d0..d3 and q."""
     types = {"dtype": key["dtype"], "dst_dtype": key["dst_dtype"]}
     sources = [("op", key["name"], {**types, "op_params": key["op_params"]}), ("family", family_of(key), {})]
     if sig:
@@ -121,7 +121,8 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
             row = table.lookup("a5", "vf", scope, name, t, strategy=key["strategy"], **fields)
             # exact rows only: a wildcard row of another scope's shape must not stand in for this one
             if row is None or row.name != name or row.strategy != key["strategy"] or any(
-                    getattr(row, f) != v for f, v in fields.items()):
+                    getattr(row, f) not in (v, "*" if scope == "body" and f == "dtype" else v)
+                    for f, v in fields.items()):
                 continue
             (p if t in P_TERMS else own)[t] = row.value
         if p:

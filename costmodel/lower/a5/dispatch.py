@@ -68,7 +68,12 @@ def resolve(req: Request) -> tuple[str, str]:
     cont = static_contiguous(req)
     form, source = dispatch(req.op, req.family, cont, kind)
     shape = "static-contiguous" if cont else "not static-contiguous"
-    return form, f"{kind} on a {shape} request -> {form} [{source}]"
+    why = f"{kind} on a {shape} request -> {form} [{source}]"
+    if not cont and one_d_reason(req) is None and req.dst.valid[0] > 1:
+        static_form = dispatch(req.op, req.family, True, kind)[0]
+        why += (f"; the valid region is full-width but declared dynamic (costmodel.md §3 step 2): "
+                f"with a static valid shape the kernel emits {static_form}")
+    return form, why
 
 
 def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
