@@ -373,3 +373,12 @@ def test_trecip_without_a_precision_is_the_default_variant():
     named = costmodel.estimate("TRECIP", "1x640", "f32", arch="a5", precision="default", verify=False)
     assert dict(bare.request.params)["precision"] == "default"
     assert (bare.model, bare.cycles) == (named.model, named.cycles)
+
+
+def test_a_full_width_dynamic_tile_says_which_form_a_static_one_would_take():
+    """costmodel.md §3 step 2: a full-width tile is static-contiguous only if its valid shape is static."""
+    why = " ".join(lower.lower(make_request("TMINS", "64x64", "f16", arch="a5")).notes)
+    static, _ = lower.resolve_strategy(make_request("TMINS", "64x64", "f16", arch="a5", static_valid=True))
+    assert static.startswith("1d") and f"static valid shape the kernel emits {static}" in why
+    padded = " ".join(lower.lower(make_request("TMINS", "64x80", "f16", arch="a5", valid="64x64")).notes)
+    assert "2d" in padded and "static valid shape" not in padded
