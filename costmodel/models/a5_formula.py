@@ -119,10 +119,11 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
         own: dict[str, float] = {}
         for t in P_TERMS + D_TERMS + ("q",):
             row = table.lookup("a5", "vf", scope, name, t, strategy=key["strategy"], **fields)
-            # exact rows only: a wildcard row of another scope's shape must not stand in for this one
+            # exact rows only: a wildcard row of another scope's shape must not stand in for this one (but a body
+            # shared across element types is written for dtype '*', fit/a5_smooth_fit.py DTYPE_FREE_SIGS)
+            any_dtype = scope == "body" and row is not None and row.dtype == "*"
             if row is None or row.name != name or row.strategy != key["strategy"] or any(
-                    getattr(row, f) not in (v, "*" if scope == "body" and f == "dtype" else v)
-                    for f, v in fields.items()):
+                    getattr(row, f) != v for f, v in fields.items() if not (any_dtype and f == "dtype")):
                 continue
             (p if t in P_TERMS else own)[t] = row.value
         if p:

@@ -450,7 +450,7 @@ def _chunk_loop_of(tpl: Template) -> list[tuple[int, int, bool]]:
                 visit(item[2], item[1], 1 if tail else 2)
             elif lid >= 0 and roles[lid] in ("chunks", "elements"):
                 out[item[1]] = (lid, fewest, True)
-            elif loops:
+            elif lid >= 0 and roles[lid] == "rows" and loops:
                 out[item[1]] = (loops[0], 1, False)
 
     visit(tpl.body, -1, 2)
