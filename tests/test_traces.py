@@ -140,3 +140,20 @@ def test_cv_groups_by_shape_and_by_measured_case():
     assert len(set(case)) == 3
     with pytest.raises(TraceError, match="accepted: shape, measurement"):
         cv_groups(df, "op")
+
+
+@given(st.lists(st.tuples(st.sampled_from(["fp32", "fp16", None, float("nan"), ""]),
+                          st.sampled_from(["VFIMPL_DEFAULT", None, float("nan"), "", " VFIMPL_1D_POST_UPDATE "])),
+                min_size=1, max_size=6))
+def test_missing_values_normalise_like_empty_csv_cells(cells):
+    """A missing cell (None/NaN from a DataFrame or Parquet) and an empty CSV cell check the same."""
+    from fit.traces import normalise_trace
+
+    def frame(blank):
+        fill = lambda v: blank if v is None or (isinstance(v, float) and v != v) else v  # noqa: E731
+        return pd.DataFrame({"arch": "a5", "op": "TCVT", "dtype": "fp16", "rows": 1, "cols": 64,
+                             "dst_dtype": [fill(d) for d, _ in cells], "vf_impl_kind": [fill(k) for _, k in cells]})
+
+    got = normalise_trace(frame(np.nan))
+    assert got[["dst_dtype", "vf_impl_kind"]].equals(normalise_trace(frame(""))[["dst_dtype", "vf_impl_kind"]])
+    assert not got["dst_dtype"].str.contains("nan").any() and list(got["line"]) == list(range(2, len(cells) + 2))
