@@ -112,14 +112,14 @@ def validation_text(rep, name: str) -> None:
 
     con = console()
     o = rep.overall
-    con.print(f"[bold]{plain(name)}[/]: {o['n']} of {o['rows']} rows predicted")
+    con.print(f"[bold]{plain(name)}[/]: {o['n']} of {o['rows']} rows scored")
     if o["n"]:
         con.print(f"overall: MAPE {o['mape']:.2f} %, median {o['median_ape']:.2f} %, worst {o['worst_ape']:.2f} %, "
                   f"within 5 % {o['within_5']:.1f} %, Kendall tau {o['kendall_tau']:.3f}")
         con.print(_metrics_table("per op", rep.per_op, ["arch", "op"]))
     if len(rep.unmodelled):
         notes = rep.unmodelled.groupby("note", sort=False)["line"].apply(lambda s: ", ".join(map(str, s))).reset_index()
-        con.print(f"[yellow]{len(rep.unmodelled)} row(s) not modelled:[/]")
+        con.print(f"[yellow]{len(rep.unmodelled)} row(s) not scored:[/]")
         for r in notes.itertuples(index=False):
             con.print(plain(f"  lines {r.line}: {r.note}"))
 

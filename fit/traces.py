@@ -68,6 +68,8 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace") -> pd.DataFrame:
             df[col] = ""
     for col in KEY:  # missing values (NaN/None from Parquet or a frame) become '' like an empty CSV cell
         df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str).replace({"nan": "", "None": ""}).str.strip()
+    measured = df["measured_cycles"]
+    df["measured_cycles"] = measured.astype(object).where(measured.notna(), "")
     if "line" not in df.columns:
         df.insert(0, "line", np.arange(2, len(df) + 2))
     return df

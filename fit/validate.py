@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from costmodel.errors import TraceError
+
 from . import metrics
 from .predict import predict_frame
 
@@ -31,11 +33,16 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto") -> ValidationRep
     """Predict every row of a measured trace and return the accuracy report."""
     pred = predict_frame(trace, model=model)
     pred["measured_cycles"] = pd.to_numeric(pred["measured_cycles"], errors="coerce")
+    if not pred["measured_cycles"].notna().any():
+        raise TraceError("no row has a measured_cycles value: validate compares predictions with measurements "
+                         "(`pto-cost predict` prices cases without them)")
+    unmeasured = pred["predicted_cycles"].notna() & pred["measured_cycles"].isna()
+    pred.loc[unmeasured, "note"] = "no measured_cycles to compare with"
     scored = pred[pred["predicted_cycles"].notna() & pred["measured_cycles"].notna()].copy()
     overall = metrics.summary(scored["predicted_cycles"], scored["measured_cycles"])
     overall["rows"] = int(len(pred))
     overall["unmodelled"] = int(len(pred) - len(scored))
     per_op = metrics.grouped(scored, ["arch", "op"]) if len(scored) else pd.DataFrame()
     per_group = metrics.grouped(scored, ["arch", "op", "dtype", "strategy"]) if len(scored) else pd.DataFrame()
-    unmod = pred[pred["predicted_cycles"].isna()][["line", "arch", "op", "dtype", "note"]]
+    unmod = pred[pred["predicted_cycles"].isna() | unmeasured][["line", "arch", "op", "dtype", "note"]]
     return ValidationReport(pred, overall, per_op, per_group, unmod)

@@ -1,0 +1,54 @@
+"""`validate`: metrics against measurements, rows it cannot score, the command's JSON and plot."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from costmodel.errors import TraceError
+from fit.predict import predict_frame
+from fit.validate import validate_frame
+
+from .test_cli import run
+
+CASES = pd.DataFrame({"arch": "a5", "op": ["TADD", "TMINS", "TEXP", "TSQRT", "TADD"], "dtype": "fp32",
+                      "rows": [1, 2, 3, 10, 1], "cols": [64, 224, 672, 160, 128],
+                      "valid_cols": [64, 192, 640, 128, 128]})
+
+
+def _measured(errors):
+    """The cases with measured cycles that the model misses by the given relative errors (None: unmeasured)."""
+    pred = predict_frame(CASES)["predicted_cycles"].to_numpy()
+    meas = [p * (1 + e) if e is not None else np.nan for p, e in zip(pred, errors)]
+    return CASES.assign(measured_cycles=meas), pred
+
+
+def test_metrics_follow_from_the_errors_planted_in_the_measurements():
+    errors = [0.0, 0.02, -0.10, 0.04, None]
+    trace, _ = _measured(errors)
+    rep = validate_frame(trace)
+    ape = [abs(e) / (1 + e) * 100 for e in errors if e is not None]
+    assert rep.overall["n"] == 4 and rep.overall["rows"] == 5
+    assert rep.overall["mape"] == pytest.approx(np.mean(ape))
+    assert rep.overall["worst_ape"] == pytest.approx(max(ape))
+    assert rep.overall["within_5"] == pytest.approx(75.0)
+    assert list(rep.unmodelled["line"]) == [6] and "no measured_cycles" in rep.unmodelled["note"].iloc[0]
+    assert set(rep.per_op["op"]) == {"TADD", "TMINS", "TEXP", "TSQRT"}
+
+
+def test_a_trace_without_any_measurement_is_an_error():
+    with pytest.raises(TraceError, match="measured_cycles"):
+        validate_frame(CASES)
+
+
+def test_validate_command_json_plot_and_exit_codes(tmp_path):
+    trace, _ = _measured([0.0, 0.01, -0.01, 0.03, 0.0])
+    trace.to_csv(tmp_path / "m.csv", index=False)
+    r = run("validate", str(tmp_path / "m.csv"), "--json", "--plot", str(tmp_path / "v.png"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["overall"]["n"] == 5 and doc["overall"]["worst_ape"] == pytest.approx(3 / 1.03, rel=1e-3)
+    assert (tmp_path / "v.png").stat().st_size > 0
+    CASES.to_csv(tmp_path / "cases.csv", index=False)
+    r = run("validate", str(tmp_path / "cases.csv"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "measured_cycles" in r.stderr
