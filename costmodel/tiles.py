@@ -87,7 +87,8 @@ class Tile:
             raise ShapeError(f"{name}: unknown layout {self.layout!r}; accepted: {', '.join(LAYOUTS)}")
         if self.valid_rows > self.rows or self.valid_cols > self.cols:
             raise ShapeError(
-                f"{name} valid region {self.valid_rows}x{self.valid_cols} is larger than the tile {self.rows}x{self.cols}"
+                f"{name} valid region {self.valid_rows}x{self.valid_cols} is larger than the tile {self.rows}x{self.cols}; "
+                f"accepted: at most {self.rows}x{self.cols}"
             )
         if self.layout in BOXED:
             problem = alignment_problem(self.layout, self.rows, self.cols, self.dtype.bits)

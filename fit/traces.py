@@ -102,7 +102,7 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
     df["valid_cols"] = _int_column(df, "valid_cols", problems, minimum=0, default=cols)
     over = (df.valid_rows > df.rows) | (df.valid_cols > df.cols)
     for line, vr, vc, r, c in df.loc[over, ["line", "valid_rows", "valid_cols", "rows", "cols"]].itertuples(index=False):
-        problems.append(Problem(int(line), "valid_rows/valid_cols", f"valid region {vr:g}x{vc:g} is larger than the tile {r:g}x{c:g}"))
+        problems.append(Problem(int(line), "valid_rows/valid_cols", f"valid region {vr:g}x{vc:g} is larger than the tile {r:g}x{c:g}; accepted: at most {r:g}x{c:g}"))
     if require_measured or (df["measured_cycles"] != "").any():
         meas = pd.to_numeric(df["measured_cycles"], errors="coerce")
         bad = meas.isna() | (meas <= 0) if require_measured else (df["measured_cycles"] != "") & (meas.isna() | (meas <= 0))

@@ -82,7 +82,7 @@ def test_arch_comes_from_the_environment():
     (["estimate", "TMINS", "--shape", "64x64", "--dtype", "u8"], "does not support u8 on a2a3"),
     (["estimate", "TMINS", "--shape", "64", "--dtype", "f16"], "malformed shape"),
     (["estimate", "TMINS", "--shape", "0x64", "--dtype", "f16"], "0x64"),
-    (["estimate", "TMINS", "--shape", "64x64", "--valid", "65x64", "--dtype", "f16"], "larger than the tile"),
+    (["estimate", "TMINS", "--shape", "64x64", "--valid", "65x64", "--dtype", "f16"], "larger than the tile 64x64; accepted: at most 64x64"),
     (["estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--strategy", "2LNormColVLAlign"], "illegal"),
     (["estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--strategy", "nonsense"], "unknown strategy"),
     (["estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--arch", "a9"], "unknown arch"),
