@@ -48,6 +48,11 @@ PER_FORM_BODIES = ("TCVT",)
 # dtypes (a dtype measured once takes the slope of the others), unlike SFU ops (f16 II 8 against f32 4, §8), TSEL
 # (its mask load differs per width, §3 step 6) and TRECIP high precision (its step count differs per width).
 DTYPE_FREE_SIGS = ("ld1 st1 simple1", "ld2 st1 simple1")
+# a variant whose chunk does the work of another type's body: fp32 TSEL in 1D with an even trip count (TSel_b32_even,
+# costmodel.md §3 step 6) costs what a TSel_b16_8 chunk costs (measured: 1x1280 fp32, 20 chunks, 97 cycles; the b16/8
+# curve of §9 gives 52.5 + 2.10·20 = 94.5), while odd trip counts cost ~7.8 cycles a chunk (60 and 91 at 1 and 5).
+# Sharing that body took grouped-CV TSEL MAPE from 35 % to 11 % (by shape) and 55 % to 24 % (by measured case).
+BODY_DTYPE = {"TSel_b32_even": "i8"}
 DISPATCH_TERMS = ("d0", "d1", "d2", "d3")
 BODY_TERMS = ("a", "p", "r", "mr", "mc", "f")
 MEMBER_TERMS = ("da", "dp")  # an op body's start and per-chunk deviation from the body it shares
@@ -95,12 +100,13 @@ def tied_bodies(keys: list[dict[str, str]], widening: bool = False) -> list[tupl
 def body_of(key: dict[str, str]) -> str:
     """Return the body a key's resource form is shared by: for the ops in PER_FORM_BODIES their family (conversions of
     equal widths share one curve, costmodel.md §9) and 1D/2D form; else the chunk's work (`sig`, models/a5_features.py
-    `body_signature`: TADD, TSUB and TMUL share one) on the key's types, or on any type for DTYPE_FREE_SIGS — each op
-    deviates from it by MEMBER terms."""
+    `body_signature`: TADD, TSUB and TMUL share one) on the key's types (BODY_DTYPE: a variant's borrowed one), or on
+    any type for DTYPE_FREE_SIGS — each op deviates from it by MEMBER terms."""
     if key["name"] in PER_FORM_BODIES:
         return f"{family_of(key)}|{key['strategy'][:2]}"
     sig = key.get("sig") or key["name"]
-    return "|".join([sig, "*" if sig in DTYPE_FREE_SIGS else key["dtype"], key["dst_dtype"]])
+    dtype = "*" if sig in DTYPE_FREE_SIGS else BODY_DTYPE.get(key["op_params"], key["dtype"])
+    return "|".join([sig, dtype, key["dst_dtype"]])
 
 
 @dataclass(frozen=True)

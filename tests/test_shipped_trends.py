@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from costmodel import api
+from costmodel.operands import make_request
 from costmodel.errors import PtoCostError
 from costmodel.models.params import shipped
 
@@ -67,3 +68,20 @@ def test_ops_nobody_measured_take_the_body_of_ops_doing_the_same_work_on_any_dty
     ref = api.estimate("TMINS", "1x1280", "f16", arch="a5", model="formula", verify=False)
     assert e.params_from == "body"
     assert e.cycles == pytest.approx(ref.cycles, rel=0.05)  # one simple op per chunk, like TMINS
+
+
+def test_fp32_select_in_1d_is_keyed_and_priced_by_trip_parity():
+    """A 32-bit TSEL in 1D runs TSel_b32_even or TSel_b32_odd by the parity of its trip count (costmodel.md §3 step 6);
+    measured, the even program costs about what a TSel_b16_8 chunk does, far less than an odd one's."""
+    from costmodel.models.a5_formula import key_of
+
+    def at(cols):
+        req = make_request("TSEL", f"1x{cols}", "f32", arch="a5")
+        e = api.estimate_request(req, model="formula", verify=False)
+        return key_of(req, e.strategy)["op_params"], e.cycles
+
+    (odd, five), (even, six) = at(320), at(384)
+    assert (odd, even) == ("TSel_b32_odd", "TSel_b32_even")
+    assert six < five
+    i8 = api.estimate("TSEL", "1x1536", "i8", arch="a5", model="formula", verify=False).cycles
+    assert six == pytest.approx(i8, rel=0.1)  # six 256-byte chunks each, one body

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..dtypes import all_dtypes
 from ..errors import NotModelledError
+from ..lower.a5.dispatch import select_variant
 from ..plan import Plan
 from ..request import Request
 from .a5_features import body_signature, vf_trips
@@ -62,7 +63,8 @@ def key_of(req: Request, strategy: str) -> dict[str, str]:
     src = req.tile("src").dtype.name if any(n == "src" for n, _ in req.tiles) else req.dtype.name
     dst = req.dst.dtype.name
     return {"name": req.op, "dtype": src, "dst_dtype": dst if dst != src else "",
-            "strategy": strategy, "op_params": str(req.param("precision", "") or "")}
+            "strategy": strategy, "op_params": select_variant(req, strategy) or str(req.param("precision", "") or "")}
+
 
 
 def family_of(key: dict[str, str]) -> str:

@@ -79,3 +79,13 @@ def resolve(req: Request) -> tuple[str, str]:
 def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
     """Return (default strategy, {strategy: None or why illegal})."""
     return resolve(req)[0], legal(req)
+
+
+def select_variant(req: Request, strategy: str) -> str:
+    """Return the program a 32-bit TSEL runs in 1D, which upstream keys by the parity of the 1D trip count
+    (costmodel.md §3 steps 4 and 6: TSel_b32_even / TSel_b32_odd), or "" for every other request."""
+    if req.op != "TSEL" or req.dtype.bits != 32 or not strategy.startswith("1d"):
+        return ""
+    per_vector = 256 * 8 // req.dtype.bits  # elements per 256-byte vector (costmodel.md §3 step 3)
+    inner = -(-req.dst.valid_rows * req.dst.valid_cols // per_vector)
+    return "TSel_b32_even" if inner % 2 == 0 else "TSel_b32_odd"
