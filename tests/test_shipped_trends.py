@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from costmodel import api
-from costmodel.operands import make_request
 from costmodel.errors import PtoCostError
 from costmodel.models.params import shipped
+from costmodel.operands import make_request
 
 ROWS = (1, 2, 3, 8)
 COLS = (64, 256, 1024)

@@ -66,7 +66,6 @@ def key_of(req: Request, strategy: str) -> dict[str, str]:
             "strategy": strategy, "op_params": select_variant(req, strategy) or str(req.param("precision", "") or "")}
 
 
-
 def family_of(key: dict[str, str]) -> str:
     """Return the key's family: the op and variant; conversions by source and destination widths; selects by the
     mask variant (costmodel.md §3 step 6: fp32 uses the TSel_b32 programs, fp16 and int8 share TSel_b16_8)."""

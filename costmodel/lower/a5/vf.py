@@ -218,8 +218,8 @@ def lower(req: Request, strategy: str) -> Plan:
     if not body:
         notes.append("empty valid region: nothing is issued")
     if req.op == "TSEL" and req.dtype.bits == 32 and strategy.startswith("1d"):
-        notes.append(f"32-bit TSEL in 1D runs {dispatch.select_variant(req, strategy)} (by trip-count parity, costmodel.md §3 "
-                     "step 6); the formula prices the even program like a TSel_b16_8 chunk, as measured")
+        notes.append(f"32-bit TSEL in 1D runs {dispatch.select_variant(req, strategy)} (by trip-count parity, "
+                     "costmodel.md §3 step 6); the formula prices the even program like a TSel_b16_8 chunk, as measured")
     kind = f"{req.dtype}->{req.dst.dtype}" if req.family == "convert" else str(req.dtype)
     epr = segs[0].kernel.epr if segs else 0
     return Plan("a5", req.op, strategy, req, buffers, (VfProgram(strategy, epr, body, kind),), tuple(notes))
