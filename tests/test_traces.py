@@ -143,7 +143,8 @@ def test_cv_groups_by_shape_and_by_measured_case():
 
 
 @given(st.lists(st.tuples(st.sampled_from(["fp32", "fp16", None, float("nan"), ""]),
-                          st.sampled_from(["VFIMPL_DEFAULT", None, float("nan"), "", " VFIMPL_1D_POST_UPDATE "])),
+                          st.sampled_from(["VFIMPL_DEFAULT", None, float("nan"), "", " VFIMPL_1D_POST_UPDATE "]),
+                          st.sampled_from([55.0, None, float("nan"), ""])),
                 min_size=1, max_size=6))
 def test_missing_values_normalise_like_empty_csv_cells(cells):
     """A missing cell (None/NaN from a DataFrame or Parquet) and an empty CSV cell check the same."""
@@ -152,8 +153,10 @@ def test_missing_values_normalise_like_empty_csv_cells(cells):
     def frame(blank):
         fill = lambda v: blank if v is None or (isinstance(v, float) and v != v) else v  # noqa: E731
         return pd.DataFrame({"arch": "a5", "op": "TCVT", "dtype": "fp16", "rows": 1, "cols": 64,
-                             "dst_dtype": [fill(d) for d, _ in cells], "vf_impl_kind": [fill(k) for _, k in cells]})
+                             "dst_dtype": [fill(d) for d, _, _ in cells], "vf_impl_kind": [fill(k) for _, k, _ in cells],
+                             "measured_cycles": [fill(m) for _, _, m in cells]})
 
     got = normalise_trace(frame(np.nan))
-    assert got[["dst_dtype", "vf_impl_kind"]].equals(normalise_trace(frame(""))[["dst_dtype", "vf_impl_kind"]])
+    cols = ["dst_dtype", "vf_impl_kind", "measured_cycles"]
+    assert got[cols].astype(str).equals(normalise_trace(frame(""))[cols].astype(str))
     assert not got["dst_dtype"].str.contains("nan").any() and list(got["line"]) == list(range(2, len(cells) + 2))
