@@ -421,7 +421,7 @@ def _load_spec(path: str) -> dict:
 def sweep_cmd(
     spec: Annotated[str, typer.Argument(help="Grid spec (.yaml/.toml/.json): ops, dtypes, archs, strategies, rows, cols.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Result file (.csv or .parquet).")],
-    engine: Annotated[str, typer.Option("--engine", help="local, or dask (needs pto-cost[dask]).")] = "local",
+    engine: Annotated[str, typer.Option("--engine", help="local, or dask (needs pto-cost\\[dask]).")] = "local",
     workers: Annotated[Optional[int], typer.Option("--workers", help="Dask workers of the local cluster.")] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Address of an existing dask scheduler.")] = None,
     verify_sample: Annotated[int, typer.Option("--verify-sample", help="Emulate N random points against the golden; fail if any disagrees.")] = 0,

@@ -38,7 +38,7 @@ def test_readme_example_output_is_what_the_command_prints():
 
 
 def test_help_texts_print_as_written():
-    """Rich turns `:name:` in help text into emoji (A:B:STEP printed as A🅱STEP); no command's help may."""
+    """Rich turns `:name:` in help text into emoji (A:B:STEP printed as A🅱STEP) and eats `[word]`; no command's help may."""
     import re
 
     from typer.testing import CliRunner
@@ -52,6 +52,8 @@ def test_help_texts_print_as_written():
         res = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "200"})
         assert res.exit_code == 0, (name, res.output)
         assert not emoji.search(res.output), (name, emoji.findall(res.output))
+    sweep = CliRunner().invoke(app, ["sweep", "--help"], env={"COLUMNS": "200"}).output
+    assert "pto-cost[dask]" in sweep  # square brackets in help are text, not markup
 
 
 def test_notes_print_their_bracketed_citations():
