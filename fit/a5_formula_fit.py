@@ -342,7 +342,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     """Key rows of the smooth-form ops: every measured body in every loop form of its 1D/2D shape (a body measured
     in one form predicts the others: a loop form only shifts the start, by an offset penalised toward its §7 prior,
     so a form measured in one op family alone still has a small offset), with its own d0..d3 and q."""
-    from .a5_smooth_fit import PER_FORM_BODIES, body_of, member_of
+    from .a5_smooth_fit import PER_FORM_BODIES, body_dtype, body_of, member_of
 
     out: list[ParamRow] = []
     report = []
@@ -391,8 +391,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             n = bodies.get(body, (0, key))[0] + len(member_rows[member])
             bodies[body] = (n, key)
     for body, (n, key) in sorted(bodies.items()):
-        dtype = body.split("|")[1]  # the body's own element type ('*': shared by every type)
-        write("body", key["sig"], dtype, key["dst_dtype"], "", {**key, "name": ""}, forms["1d"] + forms["2d"], n,
+        write("body", key["sig"], body_dtype(key), key["dst_dtype"], "", {**key, "name": ""}, forms["1d"] + forms["2d"], n,
               None, lambda s: f"{src}; body shared by the measured ops of this work")
     # the address bound (models/a5_formula.py), shared by every op: its start includes the loop form's offset like
     # every other start written here

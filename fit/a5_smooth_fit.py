@@ -104,9 +104,15 @@ def body_of(key: dict[str, str]) -> str:
     any type for DTYPE_FREE_SIGS — each op deviates from it by MEMBER terms."""
     if key["name"] in PER_FORM_BODIES:
         return f"{family_of(key)}|{key['strategy'][:2]}"
-    sig = key.get("sig") or key["name"]
-    dtype = "*" if sig in DTYPE_FREE_SIGS else BODY_DTYPE.get(key["op_params"], key["dtype"])
-    return "|".join([sig, dtype, key["dst_dtype"]])
+    return "|".join([key.get("sig") or key["name"], body_dtype(key), key["dst_dtype"]])
+
+
+def body_dtype(key: dict[str, str]) -> str:
+    """Return the element type of the body a (non per-form) key shares: '*' for DTYPE_FREE_SIGS, a variant's
+    borrowed type (BODY_DTYPE), else the key's own."""
+    if (key.get("sig") or key["name"]) in DTYPE_FREE_SIGS:
+        return "*"
+    return BODY_DTYPE.get(key["op_params"], key["dtype"])
 
 
 @dataclass(frozen=True)

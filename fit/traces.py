@@ -67,12 +67,16 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace") -> pd.DataFrame:
         if col not in df.columns:
             df[col] = ""
     for col in KEY:  # missing values (NaN/None from Parquet or a frame) become '' like an empty CSV cell
-        df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str).replace({"nan": "", "None": ""}).str.strip()
-    measured = df["measured_cycles"]
-    df["measured_cycles"] = measured.astype(object).where(measured.notna(), "")
+        df[col] = _missing_as_empty(df[col]).astype(str).replace({"nan": "", "None": ""}).str.strip()
+    df["measured_cycles"] = _missing_as_empty(df["measured_cycles"])
     if "line" not in df.columns:
         df.insert(0, "line", np.arange(2, len(df) + 2))
     return df
+
+
+def _missing_as_empty(col: pd.Series) -> pd.Series:
+    """Return the column with missing values (None, NaN) as '', what an empty CSV cell reads as."""
+    return col.astype(object).where(col.notna(), "")
 
 
 def _int_column(df: pd.DataFrame, col: str, problems: list[Problem], *, minimum: int, default: pd.Series | None = None) -> pd.Series:

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+from ...arch import constants
 from ...request import Request
 from ...tiles import Tile
 from .forms import STRATEGIES
@@ -86,6 +87,6 @@ def select_variant(req: Request, strategy: str) -> str:
     (costmodel.md §3 steps 4 and 6: TSel_b32_even / TSel_b32_odd), or "" for every other request."""
     if req.op != "TSEL" or req.dtype.bits != 32 or not strategy.startswith("1d"):
         return ""
-    per_vector = 256 * 8 // req.dtype.bits  # elements per 256-byte vector (costmodel.md §3 step 3)
+    per_vector = constants("a5").vl_bytes * 8 // req.dtype.bits  # elements per vector (costmodel.md §3 step 3)
     inner = -(-req.dst.valid_rows * req.dst.valid_cols // per_vector)
     return "TSel_b32_even" if inner % 2 == 0 else "TSel_b32_odd"

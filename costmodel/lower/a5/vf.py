@@ -217,8 +217,9 @@ def lower(req: Request, strategy: str) -> Plan:
         notes.append(f"in place: dst overwrites {alias} (each chunk is loaded before it is stored)")
     if not body:
         notes.append("empty valid region: nothing is issued")
-    if req.op == "TSEL" and req.dtype.bits == 32 and strategy.startswith("1d"):
-        notes.append(f"32-bit TSEL in 1D runs {dispatch.select_variant(req, strategy)} (by trip-count parity, "
+    variant = dispatch.select_variant(req, strategy)
+    if variant:
+        notes.append(f"32-bit TSEL in 1D runs {variant} (by trip-count parity, "
                      "costmodel.md §3 step 6); the formula prices the even program like a TSel_b16_8 chunk, as measured")
     kind = f"{req.dtype}->{req.dst.dtype}" if req.family == "convert" else str(req.dtype)
     epr = segs[0].kernel.epr if segs else 0
