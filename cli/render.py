@@ -37,11 +37,13 @@ def _default(value: Any) -> Any:
 
 
 def fmt_cycles(c: float) -> str:
-    return f"{c:,.0f}" if abs(c - round(c)) < 1e-9 else f"{c:,.1f}"
+    """Return cycles as text: whole numbers without decimals, others to one decimal (never "-0.0")."""
+    return f"{c:,.0f}" if abs(c - round(c)) < 1e-9 else f"{round(c, 1) + 0.0:,.1f}"
 
 
 def breakdown_text(breakdown) -> str:
-    return "  ".join(f"{k} {fmt_cycles(v)}" for k, v in breakdown) or "-"
+    """Return the breakdown's parts as "name cycles" pairs, leaving out parts that round to zero, or "-"."""
+    return "  ".join(f"{k} {fmt_cycles(v)}" for k, v in breakdown if round(v, 1) != 0) or "-"
 
 
 def estimate_text(e) -> None:

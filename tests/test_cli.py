@@ -152,3 +152,13 @@ def test_compare_across_arches_lists_both():
     r = run("compare", "TMINS", "--shape", "64x64", "--dtype", "u8", "--across", "a2a3,a5", "--json")
     doc = json.loads(r.stdout)
     assert "error" in doc["across"][0] and "strategies" in doc["across"][1]
+
+
+def test_breakdown_text_never_prints_minus_zero_or_empty_parts():
+    """A part like -3e-6 cycles (a fitted term that cancels) reads as noise: it is left out; none prints "-0.0"."""
+    from cli.render import breakdown_text, fmt_cycles
+
+    assert fmt_cycles(-0.04) == "0.0" and fmt_cycles(-1.26) == "-1.3" and fmt_cycles(2.0) == "2"
+    text = breakdown_text((("startup", 67.8), ("iterations", -3e-6), ("flat program", 11.6)))
+    assert text == "startup 67.8  flat program 11.6"
+    assert breakdown_text((("iterations", 0.01),)) == "-"
