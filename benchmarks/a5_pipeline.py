@@ -166,6 +166,12 @@ def main() -> int:
         by = variants.assign(op=variants["op"] + " " + variants["op_params"].fillna("").replace("", "(none)")
                              + " " + variants["dtype"])
         print("  by variant: " + "; ".join(f"{r.op} {r.mape:.2f} % (n={r.n})" for r in _summ(by, col).iloc[:-1].itertuples()))
+    from fit.pipeline_fit import own_parameters
+
+    own = {op: names for op, names in own_parameters(_STATE["cases"]).items() if names}
+    print("\nparameters only one op's rows exercise (leave-one-op-out leaves them at the reference defaults):")
+    for op, names in own.items():
+        print(f"  {op}: {', '.join(names)}")
     print("\nrows the model does not explain structurally:")
     for tag, why in UNEXPLAINED.items():
         g = fr[fr["unexplained"] == tag]

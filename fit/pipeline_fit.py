@@ -169,6 +169,20 @@ def _depends(tpl: Template, loops_nested: bool) -> set[str]:
     return dep
 
 
+def own_parameters(cases: Cases) -> dict[str, list[str]]:
+    """Return, per op of the trace, the free parameters that only its rows exercise: a fit without its rows
+    (leave-one-op-out) leaves them at their starting values (the reference defaults)."""
+    deps = [_depends(cases.templates[t], False) for t in cases.case_tpl]
+    ops = cases.frame["op"].to_numpy()
+    used: dict[str, set[str]] = {}
+    for op, c in zip(ops, cases.row_case):
+        if c >= 0:
+            used.setdefault(op, set()).update(deps[c])
+    free = [f[0] for f in FREE]
+    return {op: [n for n in free if n in mine and not any(n in u for o, u in used.items() if o != op)]
+            for op, mine in sorted(used.items())}
+
+
 def predict_rows(cases: Cases, ua: A5Uarch) -> np.ndarray:
     """Cycles of every trace row of the cases (NaN for a row that could not be lowered)."""
     return np.where(cases.row_case >= 0, predict_cases(cases, ua)[cases.row_case], np.nan)

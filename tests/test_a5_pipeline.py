@@ -322,6 +322,27 @@ def test_fit_recovers_known_parameters_on_synthetic_data():
     assert fit.uarch.sfu32_ii == pytest.approx(4.0, abs=0.2)
 
 
+def test_own_parameters_are_those_no_other_op_exercises():
+    """Leave-one-op-out can only learn what other ops exercise: TEXP alone uses the fp32 SFU class, TCVT alone a
+    conversion class and (4:1 narrowing) the packing store; TADD shares everything it uses with the others."""
+    import pandas as pd
+
+    from fit.pipeline_fit import build_cases, own_parameters
+
+    def row(op, dtype, dst="", cols=640):
+        return {"arch": "a5", "op": op, "dtype": dtype, "dst_dtype": dst, "rows": 1, "cols": cols, "valid_rows": 1,
+                "valid_cols": cols, "vf_impl_kind": "VFIMPL_DEFAULT", "op_params": "", "round_mode": "",
+                "saturation_mode": "", "extra": "", "strategy": ""}
+
+    frame = pd.DataFrame([row("TADD", "fp32"), row("TEXP", "fp32"), row("TCVT", "fp32", "fp8_e4m3"),
+                          row("TMINS", "fp32")])
+    own = own_parameters(build_cases(frame))
+    assert set(own["TEXP"]) == {"sfu32_latency", "sfu32_ii"}
+    assert {"cvt_n4_latency", "pack_store_serial"} <= set(own["TCVT"])
+    assert not {n for n in own["TCVT"] if n.startswith(("sfu", "alu", "mul"))}
+    assert own["TADD"] == [] and "startup" not in own["TMINS"]
+
+
 def test_shipped_fit_on_measured_rows(measured_dir):
     """The shipped parameters explain the measured A5 file outside the known-unexplained groups."""
     from fit.pipeline_fit import build_cases, predict_cases
