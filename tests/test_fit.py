@@ -470,3 +470,30 @@ def test_a5_simple_bodies_are_shared_across_element_widths_and_sfu_bodies_are_no
     assert f16[0]["p1"] == pytest.approx(fit.params({**simple, "dtype": "f32"})[0]["p1"], rel=0.02)
     want = float(fm.cycles(true_p, d, 160, 1, "1d")[0])
     assert float(fm.cycles(*f16, 160, 1, "1d")[0]) == pytest.approx(want, rel=0.03)
+
+
+def test_a5_one_chunk_discount_is_shared_but_not_by_widening_conversions():
+    """One-chunk 1D programs run a flattened loop and cost less than their body's trend (costmodel.md §8): three
+    bodies measured with the discount teach it to a fourth whose one-chunk row is held out; a widening conversion,
+    whose one-chunk row costs more instead, neither takes it nor moves it."""
+    from costmodel.models import a5_formula as fm
+    from fit.a5_smooth_fit import fit_smooth, takes_shared_flat
+
+    disp = {"d0": 40.0, "d1": 0.6, "d2": 0.0, "d3": 0.0, "q": 8.0}
+    bodies = {("TADD", "f32", ""): (47.0, 1.3, -4.0), ("TEXP", "f32", ""): (60.0, 2.0, -4.0),
+              ("TEXP", "f16", ""): (64.0, 3.9, -4.0), ("TMINS", "f32", ""): (45.0, 1.1, -4.0),
+              ("TCVT", "f16", "f32"): (55.0, 0.8, 15.0)}
+    keys, C, R, y = [], [], [], []
+    for (op, dt, dst), (a, p, flat) in bodies.items():
+        for c in (1, 3, 5, 10, 20):
+            keys.append({"name": op, "dtype": dt, "dst_dtype": dst, "op_params": "", "strategy": "1d-no-post-update"})
+            C.append(c), R.append(1), y.append(float(fm.cycles({"p0": a, "p1": p, "p5": flat}, disp, c, 1, "1d")[0]))
+    rows = _synthetic_rows(keys, C, R, y)
+    held = next(i for i, k in enumerate(keys) if k["name"] == "TMINS" and C[i] == 1)
+    fit = fit_smooth(rows, np.setdiff1d(np.arange(len(y)), [held]))
+    got = fit.params(keys[held])
+    assert float(fm.cycles(*got, 1.0, 1.0, "1d")[0]) == pytest.approx(y[held], abs=1.0)  # 4 cycles under the trend
+    assert fit.flat == pytest.approx(-4.0, abs=1.0)
+    cvt = next(i for i, k in enumerate(keys) if k["name"] == "TCVT" and C[i] == 1)
+    assert not takes_shared_flat(keys[cvt]) and takes_shared_flat(keys[held])
+    assert float(fm.cycles(*fit.params(keys[cvt]), 1.0, 1.0, "1d")[0]) == pytest.approx(y[cvt], rel=0.03)
