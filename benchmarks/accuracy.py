@@ -6,8 +6,10 @@ For each measured file: 5-fold cross-validation grouped by tile shape (a shape's
 and test) and grouped by measured case (one case held out, the other ops at its shape kept: how withheld
 measurements of the same campaign relate to published ones), reported per op and overall (MAPE, median and worst
 APE, share within 5 %), the same numbers in-sample with the shipped parameters, Kendall tau of the predicted vs
-measured order of strategies measured on the same shape, and the fit time; for A5, the rows no monotone model can
-price within 5 % under those folds (the data's own floor), the formula on each op left out of its fit entirely (priced by the body of the measured ops doing the same work per chunk); then a nested
+measured order of strategies measured on the same shape, and the fit time; optionally the same CV on several fold
+assignments; for A5, the rows no monotone model can price within 5 % under those folds (the data's own floor), the
+formula on each op left out of its fit entirely (priced by the body of the measured ops doing the same work per
+chunk); then a nested
 cross-validation (the fit's own choices made inside each outer fold: the figure without selection bias). The A5
 pipeline model's cross-validation and leave-one-op-out figures are in benchmarks/a5_pipeline.py (slower: it refits
 a simulator per fold). Skips cleanly when ../shared/measured is absent.
@@ -45,6 +47,16 @@ def _order_tau(df: pd.DataFrame, pred: str) -> float:
     return strategy_order_tau(df[multi], key, pred=pred)
 
 
+def _used_rows(arch: str, trace: pd.DataFrame, fit) -> pd.DataFrame:
+    """Return the trace rows of `arch` that the fit used (those it could lower), in the order of its predictions."""
+    rows = trace[trace["arch"] == arch].reset_index(drop=True)
+    if arch == "a2a3":
+        from fit.a2a3_fit import lower_rows
+
+        return rows.iloc[lower_rows(rows)[1]].reset_index(drop=True)
+    return rows.iloc[fit.kept].reset_index(drop=True)
+
+
 def run(arch: str, path: Path, k: int) -> None:
     from fit.traces import check_trace, read_trace
     from fit.validate import validate_frame
@@ -58,15 +70,9 @@ def run(arch: str, path: Path, k: int) -> None:
     fit, _ = fit_arch(trace, k=k)
     seconds = time.perf_counter() - t0
     by_case, _ = fit_arch(trace, k=k, group_by="measurement")
-    if arch == "a2a3":
-        from fit.a2a3_fit import lower_rows
-
-        used = trace[trace["arch"] == "a2a3"].reset_index(drop=True).iloc[lower_rows(trace[trace["arch"] == "a2a3"])[1]]
-        choice = f"shrink {fit.shrink}, dtype effects {fit.dtypes}"
-    else:
-        used = trace[trace["arch"] == "a5"].reset_index(drop=True).iloc[fit.kept]
-        choice = f"shrink {fit.shrink}, pooling by {fit.pool}"
-    used = used.reset_index(drop=True).assign(cv_cycles=fit.cv_predictions, case_cycles=by_case.cv_predictions)
+    choice = (f"shrink {fit.shrink}, dtype effects {fit.dtypes}" if arch == "a2a3"
+              else f"shrink {fit.shrink}, pooling by {fit.pool}")
+    used = _used_rows(arch, trace, fit).assign(cv_cycles=fit.cv_predictions, case_cycles=by_case.cv_predictions)
     shipped = validate_frame(trace).predictions
     print(f"\n=== {arch} formula model on {path.name}: {len(used)} rows; fit incl. {k}-fold CV took {seconds:.1f} s; "
           f"chose {choice}")
@@ -179,8 +185,6 @@ def leave_one_op_out(path: Path) -> None:
 def repeated(arch: str, path: Path, k: int, seeds: int) -> None:
     """The shape-grouped k-fold figures of `run` on `seeds` fold assignments (seed 0 is the one `run` reports): one
     assignment's figure moves by about a tenth of a point with the luck of which shapes share a fold."""
-    import numpy as np
-
     from fit.metrics import summary
     from fit.traces import check_trace, read_trace
 
@@ -192,13 +196,7 @@ def repeated(arch: str, path: Path, k: int, seeds: int) -> None:
     lines = []
     for seed in range(seeds):
         fit, _ = fit_arch(trace, k=k, seed=seed)
-        if arch == "a5":
-            used = trace[trace["arch"] == "a5"].reset_index(drop=True).iloc[fit.kept].reset_index(drop=True)
-        else:
-            from fit.a2a3_fit import lower_rows
-
-            a2 = trace[trace["arch"] == "a2a3"].reset_index(drop=True)
-            used = a2.iloc[lower_rows(a2)[1]].reset_index(drop=True)
+        used = _used_rows(arch, trace, fit)
         y = used["measured_cycles"].to_numpy(float)
         s = summary(fit.cv_predictions, y)
         row = {"seed": seed, "mape": s["mape"], "within_5": s["within_5"], "worst_ape": s["worst_ape"]}

@@ -2,8 +2,8 @@
 
     cycles = smax_q(D, P, A),  smax_q(a, b, c) = (a^q + b^q + c^q)^(1/q)
     D   = off_s + d0 + d1·C + d2·R·s + d3·R·m                per 1D/2D shape (dispatch, shared by every op)
-    P   = off_s + a_b + p_b·C + r_b·R·s + (mr_b·R + mc_b·C)·m + (f_b + f)·f  per op body b (op, dtype, dst dtype,
-                                                          variant); f shared (not by widening conversions)
+    P   = off_s + a_b + p_b·C + r_b·R·s + (mr_b·R + mc_b·C)·m + (f_b + f0)·f  per op body b (op, dtype, dst dtype,
+                                                          variant); f0 shared by all but widening conversions
     A   = off_s + a0 + (al·loads + as·stores)·C              2D no-post-update only (addresses, shared by every op)
 
 s and m mark 2D programs whose rows hold one chunk and several, f a 1D program of one chunk (models/a5_formula.py); off_s is a start offset
