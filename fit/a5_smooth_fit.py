@@ -185,6 +185,7 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     shared_f = np.array([takes_shared_flat(k) for k in keys], dtype=float)
     y = rows.y[idx]
     f = features(rows.C[idx], rows.R[idx], rows.dim[idx])
+    flat_rows = (shared_f * f["p5"]) > 0  # one-chunk 1D programs that take the shared term
     nD, nS, nB, nM, n = len(dims), len(strategies), len(bodies), len(members), len(idx)
     # parameter vector: dispatch terms per dim, one offset per loop form, body terms per body, member deviations,
     # the address bound's three terms, log q
@@ -238,7 +239,7 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     for t in range(len(MEMBER_TERMS)):
         J[rowsel, o_mem + t * nM + mi] = 1
     J[:n, -1] = 1
-    J[rowsel[(shared_f * f["p5"]) > 0], o_addr + len(ADDRESS_TERMS)] = 1  # the shared flat-program term
+    J[rowsel[flat_rows], o_addr + len(ADDRESS_TERMS)] = 1  # the shared flat-program term
     for t in range(len(ADDRESS_TERMS)):
         J[rowsel[addressed], o_addr + t] = 1
     for j, t in enumerate(penalised):
@@ -258,7 +259,7 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
                               + [np.full(nB, table[t]) for t in BODY_TERMS]
                               + [np.full(nM, table[t]) for t in MEMBER_TERMS] + [address, [table["fg"]], [np.log(q)]])
 
-    fg_on = bool((shared_f * f["p5"]).any())  # some training row is a one-chunk 1D program that takes it
+    fg_on = bool(flat_rows.any())
     lo = vec({**LOWER, "fg": FLAT_RANGE[0] if fg_on else -1e-6}, ADDRESS_LOWER, Q_RANGE[0])
     hi = vec({**UPPER, "fg": FLAT_RANGE[1] if fg_on else 1e-6}, ADDRESS_UPPER, Q_RANGE[1])
     x0 = np.clip(vec({**START, "fg": 0.0}, ADDRESS_START, Q_START), lo + 1e-9, hi - 1e-9)

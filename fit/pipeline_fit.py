@@ -13,6 +13,7 @@ rows whose programs contain that class), which keeps a full fit to a couple of m
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -178,9 +179,8 @@ def own_parameters(cases: Cases) -> dict[str, list[str]]:
     for op, c in zip(ops, cases.row_case):
         if c >= 0:
             used.setdefault(op, set()).update(deps[c])
-    free = [f[0] for f in FREE]
-    return {op: [n for n in free if n in mine and not any(n in u for o, u in used.items() if o != op)]
-            for op, mine in sorted(used.items())}
+    users = Counter(n for names in used.values() for n in names)  # how many ops exercise each parameter
+    return {op: [f[0] for f in FREE if f[0] in mine and users[f[0]] == 1] for op, mine in sorted(used.items())}
 
 
 def predict_rows(cases: Cases, ua: A5Uarch) -> np.ndarray:

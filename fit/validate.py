@@ -38,11 +38,12 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto") -> ValidationRep
                          "(`pto-cost predict` prices cases without them)")
     unmeasured = pred["predicted_cycles"].notna() & pred["measured_cycles"].isna()
     pred.loc[unmeasured, "note"] = "no measured_cycles to compare with"
-    scored = pred[pred["predicted_cycles"].notna() & pred["measured_cycles"].notna()].copy()
+    ok = pred["predicted_cycles"].notna() & pred["measured_cycles"].notna()
+    scored = pred[ok].copy()
     overall = metrics.summary(scored["predicted_cycles"], scored["measured_cycles"])
     overall["rows"] = int(len(pred))
     overall["unmodelled"] = int(len(pred) - len(scored))
     per_op = metrics.grouped(scored, ["arch", "op"]) if len(scored) else pd.DataFrame()
     per_group = metrics.grouped(scored, ["arch", "op", "dtype", "strategy"]) if len(scored) else pd.DataFrame()
-    unmod = pred[pred["predicted_cycles"].isna() | unmeasured][["line", "arch", "op", "dtype", "note"]]
+    unmod = pred[~ok][["line", "arch", "op", "dtype", "note"]]
     return ValidationReport(pred, overall, per_op, per_group, unmod)

@@ -256,8 +256,6 @@ def prepare(rep: Request, make, models) -> Prepared | None:
     code = {s: j for j, s in enumerate(names)}
     if note:
         return Prepared(rep, make, (), (), note, (), (0, 0), buffers, a.dst.static_valid, None)
-    if any(dispatch.select_variant(a, s) for s in names):  # its key changes with the shape: no one closed form per group
-        return None
     table = (formula_model.table or shipped()) if formula_model is not None else None
     sig = body_signature(plan_a)
     forms = []
