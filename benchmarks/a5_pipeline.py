@@ -2,6 +2,7 @@
 
 * (a) 5-fold cross-validation grouped by shape: all rows of one (rows, cols) are in the same fold;
 * (b) leave-one-op-out: the op's rows are entirely out of the fit, then predicted;
+* (c) the same with the anchored model `auto` uses for an op without formula parameters (models/a5_anchored.py);
 * per op and overall: MAPE, share within 5 %, worst APE; rows the model cannot explain are listed;
 * speed: estimates/s of the vectorised `cycles_for` path on a 100 000-point grid.
 
@@ -62,20 +63,47 @@ def _load() -> None:
     _STATE["window"] = shipped().window
 
 
-def _fit_and_predict(train: np.ndarray, max_nfev: int) -> np.ndarray:
-    """Return every row's cycles under parameters fitted on rows `train` from the reference defaults."""
+def _fit_and_predict(train: np.ndarray, max_nfev: int, held_out: str = "") -> tuple[np.ndarray, np.ndarray | None]:
+    """Return every row's cycles under parameters fitted on rows `train` from the reference defaults, and, for a
+    held-out op, its rows' cycles under the anchored model built from those parameters and a formula fit without it
+    (NaN elsewhere)."""
     from costmodel.models.a5_pipeline_uarch import A5Uarch
     from fit.pipeline_fit import fit_pipeline, predict_rows
 
     cases = _STATE["cases"]
     fit = fit_pipeline(cases.frame, cases=cases, rows=train, init=A5Uarch(), windows=(_STATE["window"],),
                        max_nfev=max_nfev)
-    return predict_rows(cases, fit.uarch)
+    return predict_rows(cases, fit.uarch), (_anchored(held_out, fit.uarch) if held_out else None)
+
+
+def _anchored(op: str, uarch) -> np.ndarray:
+    """Cycles of `op`'s rows by the anchored model (costmodel/models/a5_anchored.py) on pipeline parameters `uarch`
+    and a formula table fitted without `op`'s rows: pipeline(op) + mean over the other measured ops of their
+    formula - pipeline difference on the same tiles."""
+    from costmodel import lower
+    from costmodel.models.a5_anchored import AnchoredPipeline
+    from costmodel.models.a5_pipeline import PipelineModel
+    from costmodel.models.params import ParamTable
+    from fit.a5_formula_fit import _smooth_rows, lower_rows
+    from fit.a5_smooth_fit import fit_smooth
+    from fit.traces import trace_request
+
+    frame = _STATE["cases"].frame
+    rows, keep, _ = lower_rows(frame)
+    names = np.array([k["name"] for k in rows.keys], dtype=object)
+    train = np.flatnonzero(names != op)
+    fit = fit_smooth(rows, train)
+    table = ParamTable(_smooth_rows(fit, rows, np.zeros(len(rows.y)), "loo", set(names[train]))[0])
+    model = AnchoredPipeline(table, PipelineModel(uarch))
+    out = np.full(len(frame), np.nan)
+    for i in np.flatnonzero((frame["op"] == op).to_numpy()):
+        out[i] = model.cost(lower.lower(trace_request(frame.iloc[i])[0]))[0]
+    return out
 
 
 def accuracy(max_nfev: int, jobs: int = 1) -> pd.DataFrame:
-    """Return the measured rows with `shipped`, `cv` (5-fold grouped by shape) and `looo` (leave one op out)
-    predictions; the 16 fits run on `jobs` processes."""
+    """Return the measured rows with `shipped`, `cv` (5-fold grouped by shape), `looo` (leave one op out) and
+    `anchored` (leave one op out, anchored model) predictions; the 16 fits run on `jobs` processes."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from costmodel.models.a5_pipeline_uarch import shipped
@@ -86,16 +114,19 @@ def accuracy(max_nfev: int, jobs: int = 1) -> pd.DataFrame:
     fr = cases.frame.copy()
     fr["shipped"] = predict_rows(cases, shipped())
     folds = grouped_folds((fr["rows"].astype(str) + "x" + fr["cols"].astype(str)).to_numpy(), 5, seed=0)
-    tasks = [(f"fold {f}", "cv", folds == f) for f in range(5)]
-    tasks += [(f"held out {op}", "looo", (fr["op"] == op).to_numpy()) for op in sorted(fr["op"].unique())]
-    fr["cv"] = fr["looo"] = np.nan
+    tasks = [(f"fold {f}", "cv", folds == f, "") for f in range(5)]
+    tasks += [(f"held out {op}", "looo", (fr["op"] == op).to_numpy(), op) for op in sorted(fr["op"].unique())]
+    fr["cv"] = fr["looo"] = fr["anchored"] = np.nan
     t0 = time.time()
     with ProcessPoolExecutor(max_workers=jobs, initializer=_load) as pool:
-        running = {pool.submit(_fit_and_predict, np.flatnonzero(~test), max_nfev): (label, col, test)
-                   for label, col, test in tasks}
+        running = {pool.submit(_fit_and_predict, np.flatnonzero(~test), max_nfev, op): (label, col, test)
+                   for label, col, test, op in tasks}
         for done in as_completed(running):
             label, col, test = running[done]
-            fr.loc[test, col] = done.result()[test]
+            pred, anchored = done.result()
+            fr.loc[test, col] = pred[test]
+            if anchored is not None:
+                fr.loc[test, "anchored"] = anchored[test]
             print(f"  {label}: {int((~test).sum())} train rows, done at {time.time() - t0:.0f} s", flush=True)
     return fr
 
@@ -156,7 +187,10 @@ def main() -> int:
     fmt = {"mape": "{:.2f}".format, "within_5": "{:.0f}".format, "worst_ape": "{:.1f}".format}
     for col, title in (("shipped", "shipped parameters (fitted on all rows; in-sample)"),
                        ("cv", "(a) 5-fold CV grouped by shape (rows, cols)"),
-                       ("looo", "(b) leave-one-op-out (each op predicted by a fit without its rows)")):
+                       ("looo", "(b) leave-one-op-out (each op predicted by a fit without its rows)"),
+                       ("anchored", "(c) leave-one-op-out, anchored model (what `auto` gives an op without formula "
+                                    "parameters): the pipeline of (b) plus the mean formula - pipeline difference of "
+                                    "the other measured ops, formula fitted without the op")):
         print(f"\n{title}")
         print(_summ(fr, col).to_string(index=False, formatters=fmt))
         ok = fr[fr["unexplained"] == ""]

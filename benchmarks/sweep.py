@@ -6,6 +6,8 @@ Prints estimates per second and the ratio to each target:
   shapes and valid regions that fit the unified buffer), target >= 10 million estimates/s;
 * pipeline path: `sweep(frame, model="pipeline")` on 100 000 A5 points (same ops and dtypes), a fresh model so
   every simulation is paid for, target >= 20 000 estimates/s;
+* anchored path: `sweep(frame)` on 10 000 A5 TRSQRT points (no formula parameters: the pipeline of the point and
+  of each measured anchor op, plus each anchor's formula), no target;
 * Dask: `sweep_dask` on the 1 000 000 points against an already running local cluster of 2 workers, wall time
   within 2x of the local engine, and the frame identical (`pandas.testing.assert_frame_equal`, exact): worker
   processes as `sweep_dask` starts them, worker processes with dask's default environment, and threads; each
@@ -88,6 +90,12 @@ def main() -> int:
     rate_p = n_p / secs_p
     print(f"pipeline path: {len(pdf):,} A5 points, {n_p:,} estimates in {secs_p:.2f} s -> {rate_p:,.0f} estimates/s "
           f"({rate_p / PIPELINE_TARGET:.2f}x of the {PIPELINE_TARGET:,}/s target)")
+
+    adf = frame(args.pipeline_points // 10, [("TRSQRT", dt, "a5") for dt in ("f16", "f32")], seed=2)
+    secs_a, out_a = timed(lambda: sweep(adf), 1)
+    n_a = int(out_a["cycles"].notna().sum())
+    print(f"anchored path (`auto` on TRSQRT, no formula parameters): {len(adf):,} A5 points, {n_a:,} estimates in "
+          f"{secs_a:.2f} s -> {n_a / secs_a:,.0f} estimates/s; models: {out_a['model'].value_counts().to_dict()}")
 
     if args.no_dask:
         return 0

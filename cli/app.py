@@ -18,7 +18,7 @@ app = typer.Typer(
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout instead of a table.")]
 StrategyOpt = Annotated[Optional[str], typer.Option("--strategy", help="Force an emission strategy (see `compare`).")]
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Cost model: auto, formula, pipeline.")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Cost model: auto, formula, pipeline, anchored (A5).")]
 
 
 def _kwargs(req: dict) -> dict:
@@ -227,8 +227,8 @@ def ops(
 def _a5_priced_by(ins) -> str:
     """Return which A5 model prices the instruction by default, judged on 8x256 of its f32 form (for a conversion,
     f32 to another type; else its first dtype): `formula` (its own measured parameters), `family` (the formula of
-    another dtype of it), `siblings` (the formula body that measured ops doing the same work per chunk share) or
-    `pipeline`."""
+    another dtype of it), `siblings` (the formula body that measured ops doing the same work per chunk share),
+    `anchored` (the pipeline corrected by the measured ops on the same tiles) or `pipeline`."""
     import costmodel
     from costmodel.errors import PtoCostError
 

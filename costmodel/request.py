@@ -73,7 +73,7 @@ class Estimate:
     request: Any = field(default=None, repr=False, compare=False)
     notes: tuple[str, ...] = ()
     trace: Any = field(default=None, repr=False, compare=False)
-    params_from: str = ""  # formula parameters not the request's own: "family" (another dtype) or "body" (siblings)
+    params_from: str = ""  # parameters not the request's own: "family" (another dtype), "body" (siblings), "anchors"
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the estimate (no plan objects)."""

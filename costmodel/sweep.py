@@ -11,7 +11,7 @@ strategy), so the output does not depend on the path taken.
 Per row: `strategy` `default` gives the default strategy's row, `all` one row per legal strategy (the default
 first), a name that strategy's row. A point that cannot be modelled (illegal strategy, tile too big for the
 unified buffer, op not modelled) gets NaN cycles and the reason in `note`; nothing aborts. `model` names the
-model that priced the row (A5 `auto`: `formula` where the key has parameters, else `pipeline`).
+model that priced the row (A5 `auto`: `formula` where the key has parameters, else `anchored` or `pipeline`).
 """
 from __future__ import annotations
 

@@ -348,21 +348,33 @@ def test_cli_plan_and_estimate_on_a5():
     assert doc["verified"] == "yes" and doc["model"] == "formula" and doc["arch"] == "a5"
 
 
-def test_auto_model_falls_back_to_the_pipeline_without_formula_parameters():
+def test_auto_model_prices_an_unmeasured_op_by_the_pipeline_anchored_on_the_measured_ops():
     import costmodel
 
     measured = costmodel.estimate("TMINS", "1x640", "f32", arch="a5", verify=False)
     # TABS was never measured but does TMINS's and TNEG's work per chunk: the formula prices it by their body
     sibling = costmodel.estimate("TABS", "1x640", "f32", arch="a5", verify=False)
-    # TRSQRT (vsqrt then vdiv) has no measured op doing its work: the pipeline prices it
+    # TRSQRT (vsqrt then vdiv) has no measured op doing its work: the pipeline prices it, corrected by the mean
+    # formula - pipeline difference of the measured elementwise ops on the same tiles and loop form
     unmeasured = costmodel.estimate("TRSQRT", "1x640", "f32", arch="a5", verify=False)
-    assert measured.model == sibling.model == "formula" and unmeasured.model == "pipeline"
+    assert measured.model == sibling.model == "formula" and unmeasured.model == "anchored"
     assert any("TABS was not measured" in n for n in sibling.notes) and sibling.params_from == "body"
-    assert measured.params_from == unmeasured.params_from == ""
+    assert measured.params_from == "" and unmeasured.params_from == "anchors"
     assert not any("formula parameters" in n for n in measured.notes + unmeasured.notes)
-    assert costmodel.estimate("TRSQRT", "1x640", "f32", arch="a5", model="pipeline", verify=False).cycles == unmeasured.cycles
+    anchors = ("TADD", "TDIVS", "TEXP", "TMINS", "TMUL", "TNEG", "TRECIP", "TSQRT", "TSUB")  # measured, own keys
+    assert any(", ".join(anchors) in n for n in unmeasured.notes), unmeasured.notes
+    diff = [costmodel.estimate(op, "1x640", "f32", arch="a5", strategy=unmeasured.strategy, verify=False).cycles
+            - costmodel.estimate(op, "1x640", "f32", arch="a5", strategy=unmeasured.strategy, model="pipeline",
+                                 verify=False).cycles for op in anchors]
+    pipeline = costmodel.estimate("TRSQRT", "1x640", "f32", arch="a5", model="pipeline", verify=False)
+    assert pipeline.model == "pipeline" and pipeline.params_from == ""
+    assert unmeasured.cycles == pytest.approx(pipeline.cycles + sum(diff) / len(diff), rel=1e-12)
+    assert dict(unmeasured.breakdown)["measured-op correction"] == pytest.approx(sum(diff) / len(diff), rel=1e-12)
     with pytest.raises(costmodel.PtoCostError, match="no A5 formula parameters"):
         costmodel.estimate("TRSQRT", "1x640", "f32", arch="a5", model="formula", verify=False)
+    # no measured op of the dtype: nothing to anchor on, the pipeline alone (and the estimate says so)
+    wide = costmodel.estimate("TDIV", "4x64", "i64", arch="a5", verify=False)
+    assert wide.model == "pipeline" and wide.params_from == ""
 
 
 def test_trecip_without_a_precision_is_the_default_variant():

@@ -138,7 +138,7 @@ def test_ops_lists_the_catalogue():
     # siblings' body, an op with no measured sibling (TRSQRT: two SFU ops per chunk) by the pipeline
     by = {i["name"]: i.get("a5_priced_by") for i in doc5}
     assert by["TADD"] == by["TCVT"] == "formula" and by["TABS"] == by["TADDS"] == "siblings"
-    assert by["TRSQRT"] == "pipeline" and by["TSELS"] is None
+    assert by["TRSQRT"] == "anchored" and by["TSELS"] is None
 
 
 def test_compare_across_arches_lists_both():

@@ -201,9 +201,11 @@ class A5FormulaModel:
                                    f"{' ' + key['op_params'] if key['op_params'] else ''}; use --model pipeline")
         p, d, src = found
         self.source = "" if src == "key" else src
-        self.source_note = {"key": "", "family": f"the family {family_of(key)} ({key['dtype']} was not measured)",
-                            "body": f"the body measured ops doing the same work per chunk share "
-                                    f"({sig}; {key['name']} was not measured)"}[src]
+        self.source_note = {"key": "",
+                            "family": f"formula parameters of the family {family_of(key)} ({key['dtype']} was not "
+                                      "measured)",
+                            "body": f"formula parameters of the body measured ops doing the same work per chunk "
+                                    f"share ({sig}; {key['name']} was not measured)"}[src]
         f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim).items()}
         D, P = bounds(p, d, f)
         A = float(address_bound(d, f))

@@ -1,4 +1,5 @@
-"""The `auto` model: the arch's formula model where it has parameters for the request, else the pipeline model."""
+"""The `auto` model: the arch's formula model where it has parameters for the request, else a second model (A5: the
+anchored pipeline)."""
 from __future__ import annotations
 
 from ..errors import NotModelledError
@@ -6,10 +7,10 @@ from ..plan import Plan
 
 
 class FormulaThenPipeline:
-    """Prices with the formula model when its table covers the key; otherwise with the pipeline simulation.
+    """Prices with the formula model when its table covers the key; otherwise with the second model (`pipeline`).
 
-    `name` reports which model priced the last plan, so every estimate says what it used, and `source` where the
-    formula's parameters came from when they are not the request's own.
+    `name` reports which model priced the last plan, so every estimate says what it used, and `source` where its
+    parameters came from when they are not the request's own.
     """
 
     def __init__(self, formula, pipeline):
@@ -26,5 +27,6 @@ class FormulaThenPipeline:
             self.source_note = getattr(self.formula, "source_note", "")
         except NotModelledError:
             out = self.pipeline.cost(plan)
-            self.name, self.source, self.source_note = self.pipeline.name, "", ""
+            self.name, self.source = self.pipeline.name, getattr(self.pipeline, "source", "")
+            self.source_note = getattr(self.pipeline, "source_note", "")
         return out

@@ -8,8 +8,9 @@ _MODELS = {
     ("a5", "placeholder"): ("costmodel.models.a5_placeholder", "PlaceholderModel"),  # issue counts, not a prediction
     ("a5", "pipeline"): ("costmodel.models.a5_pipeline", "PipelineModel"),  # fitted VF pipeline simulation
     ("a5", "formula"): ("costmodel.models.a5_formula", "A5FormulaModel"),  # fitted closed forms per key
+    ("a5", "anchored"): ("costmodel.models.a5_anchored", "AnchoredPipeline"),  # pipeline + measured ops' correction
 }
-_AUTO = {"a2a3": "formula", "a5": "formula+pipeline"}  # a5: formula where the key has parameters, else pipeline
+_AUTO = {"a2a3": "formula", "a5": "formula+anchored"}  # a5: formula where the key has parameters, else anchored
 
 
 def register(arch: str, name: str, module: str, cls: str, *, auto: bool = False) -> None:

@@ -15,7 +15,8 @@ representative requests of the group.
 Pricing per form: the A5 formula model (`a5_formula.cycles`, already vectorised) where the parameter table has
 the key; otherwise (model `auto` or `pipeline`) the pipeline model's `cycles_for` on the program of a
 representative row with the same loop structure (2D post-update programs differ in whether they have a full-chunk
-loop, a tail chunk and a pointer adjustment at the row end).
+loop, a tail chunk and a pointer adjustment at the row end). The anchored model (`auto`'s second choice) adds, per
+anchor, the anchor's formula minus its own `cycles_for`, each anchor's program built on the row's tiles.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from ..isa_a5 import VfProgram
 from ..lower import lower as lower_request
 from ..lower.a5 import dispatch, vf
 from ..lower.alloc import buffers_end
+from ..models.a5_anchored import AnchoredPipeline, anchor_ops, anchor_request
 from ..models.a5_features import body_signature
 from ..models.a5_formula import A5FormulaModel, key_of, lookup
 from ..models.a5_formula import cycles as formula_cycles
@@ -51,13 +53,17 @@ MAX_TRIP = _A.max_trip_count
 SHAPE_ROLES = ("rows", "chunks", "elements")
 
 
-def _models(m) -> tuple[A5FormulaModel | None, PipelineModel | None] | None:
+def _models(m) -> tuple[A5FormulaModel | None, PipelineModel | None, AnchoredPipeline | None] | None:
+    """(formula, pipeline, anchored) parts of an A5 model; None for a model the closed forms do not know."""
     if isinstance(m, FormulaThenPipeline):
-        return m.formula, m.pipeline
+        first, second = _models(m.formula), _models(m.pipeline)
+        return None if first is None or second is None else (first[0], second[1], second[2])
     if isinstance(m, A5FormulaModel):
-        return m, None
+        return m, None, None
     if isinstance(m, PipelineModel):
-        return None, m
+        return None, m, None
+    if isinstance(m, AnchoredPipeline):
+        return None, m.pipeline, m
     return None
 
 
@@ -143,6 +149,15 @@ def _pipeline(pipe: PipelineModel, make, strategy: str, epr: int, sh: Shapes) ->
     return out, covered
 
 
+@dataclass(frozen=True)
+class Anchor:
+    """A measured op whose formula-minus-pipeline difference corrects a pipeline-priced form (models/a5_anchored)."""
+
+    op: str
+    params: tuple                     # (P, D) of its own A5 formula key
+    buffers: tuple[tuple[int, int], ...]
+
+
 @dataclass
 class Form:
     """One loop form of the group: legal for a contiguous / a strided request, EPR, how it is priced."""
@@ -153,6 +168,7 @@ class Form:
     epr: int = 0
     params: tuple | None = None   # (P, D) of the A5 formula, or None: the pipeline model (or not priceable)
     model: str = ""
+    anchors: tuple[Anchor, ...] = ()
 
 
 @dataclass
@@ -204,6 +220,9 @@ class Prepared:
                 sel = np.flatnonzero(covered if lg is True else lg & covered)
                 if len(sel):
                     c, cov = _pipeline(self.pipe, self.make, f.name, f.epr, sh.take(sel))
+                    if f.anchors:
+                        corr, fit = self._correction(f, sh.take(sel))
+                        c, cov = c + corr, cov & fit
                     cyc[sel] = c
                     covered[sel] &= cov
             else:  # the formula model has no parameters for this form: the per-request path raises the error
@@ -221,6 +240,35 @@ class Prepared:
         out.fallback[idx] |= bad
         return errors
 
+    def _correction(self, f: Form, sh: Shapes) -> tuple[np.ndarray, np.ndarray]:
+        """(mean formula - pipeline cycles of the form's anchors, rows where every anchor fits the unified buffer and
+        was priced); the per-request path leaves out an anchor that does not fit, so those rows go there."""
+        total = np.zeros(len(sh.vr))
+        ok = np.ones(len(sh.vr), dtype=bool)
+        for a in f.anchors:
+            def make(r, c, vr, vc, op=a.op):
+                return anchor_request(op, self.make(r, c, vr, vc), f.name)
+
+            p, cov = _pipeline(self.pipe, make, f.name, f.epr, sh)
+            total += formula(*a.params, f.name, f.epr, sh, self.tables.setdefault(("anchor", a.op), {})) - p
+            ok &= cov & (ub_need(list(a.buffers), sh, _A.ub_align_bytes) <= _A.ub_bytes)
+        return total / len(f.anchors), ok
+
+
+def _anchors(rep: Request, strategy: str, table) -> tuple[Anchor, ...]:
+    """The anchors the per-request path (AnchoredPipeline.correction) uses for `rep` in `strategy`: measured ops whose
+    own formula key prices them there."""
+    out = []
+    for op, a in anchor_ops(rep, strategy, table):
+        try:
+            p = lower_request(a, strategy)
+        except PtoCostError:
+            continue
+        found = lookup(table, key_of(a, strategy), body_signature(p)) if p.strategy == strategy else None
+        if found is not None and found[2] == "key":
+            out.append(Anchor(op, (found[0], found[1]), tuple((t.dtype.bits, 0) for _, t in a.tiles)))
+    return tuple(out)
+
 
 CHUNK = 32768  # rows per evaluation of a formula-priced group: the temporaries stay in cache
 
@@ -236,7 +284,7 @@ def prepare(rep: Request, make, models) -> Prepared | None:
     pair = _models(m) if m is not None else (None, None)
     if pair is None:
         return None
-    formula_model, pipe = pair
+    formula_model, pipe, anchored = pair
     try:
         a = make(1, 256, 1, 256)   # one row: static-contiguous, 1D legal
         b = make(2, 512, 2, 256)   # valid cols < cols: strided, 1D illegal
@@ -257,6 +305,7 @@ def prepare(rep: Request, make, models) -> Prepared | None:
     if note:
         return Prepared(rep, make, (), (), note, (), (0, 0), buffers, a.dst.static_valid, None)
     table = (formula_model.table or shipped()) if formula_model is not None else None
+    anchor_table = anchored.table if anchored is not None else None
     sig = body_signature(plan_a)
     forms = []
     try:
@@ -269,7 +318,9 @@ def prepare(rep: Request, make, models) -> Prepared | None:
                 if found is not None:
                     f.params, f.model = (found[0], found[1]), formula_model.name
                 else:
-                    f.model = pipe.name if pipe is not None else formula_model.name
+                    if anchor_table is not None:
+                        f.anchors = _anchors(src, s, anchor_table)
+                    f.model = ("anchored" if f.anchors else pipe.name) if pipe is not None else formula_model.name
             forms.append(f)
     except PtoCostError:
         return None
