@@ -49,6 +49,10 @@ def _summ(df: pd.DataFrame, col: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+ANCHORED_TITLE = ("(c) leave-one-op-out, anchored model (what `auto` gives an op without formula parameters): the "
+                  "pipeline of (b) plus the mean formula - pipeline difference of the other measured ops, formula "
+                  "fitted without the op")
+
 _STATE: dict = {}
 
 
@@ -89,7 +93,7 @@ def _anchored(op: str, uarch) -> np.ndarray:
     from fit.traces import trace_request
 
     frame = _STATE["cases"].frame
-    rows, keep, _ = lower_rows(frame)
+    rows, _, _ = lower_rows(frame)
     names = np.array([k["name"] for k in rows.keys], dtype=object)
     train = np.flatnonzero(names != op)
     fit = fit_smooth(rows, train)
@@ -188,9 +192,7 @@ def main() -> int:
     for col, title in (("shipped", "shipped parameters (fitted on all rows; in-sample)"),
                        ("cv", "(a) 5-fold CV grouped by shape (rows, cols)"),
                        ("looo", "(b) leave-one-op-out (each op predicted by a fit without its rows)"),
-                       ("anchored", "(c) leave-one-op-out, anchored model (what `auto` gives an op without formula "
-                                    "parameters): the pipeline of (b) plus the mean formula - pipeline difference of "
-                                    "the other measured ops, formula fitted without the op")):
+                       ("anchored", ANCHORED_TITLE)):
         print(f"\n{title}")
         print(_summ(fr, col).to_string(index=False, formatters=fmt))
         ok = fr[fr["unexplained"] == ""]

@@ -53,16 +53,25 @@ def anchor_request(op: str, req: Request, strategy: str) -> Request:
                         static_valid=dst.static_valid, strategy=strategy)
 
 
-def anchor_ops(req: Request, strategy: str, table: ParamTable) -> list[tuple[str, Request]]:
-    """Return (op, request) of the measured anchor ops that can take `req`'s tiles in loop form `strategy`."""
+def anchor_plans(req: Request, strategy: str, table: ParamTable) -> list[tuple[Request, Plan, tuple]]:
+    """Return (request, plan, (P, D) formula coefficients) of every anchor of `req` in loop form `strategy`: the
+    measured ops that take `req`'s tiles there and whose own formula key in `table` prices them."""
+    from .. import lower
+    from .a5_features import body_signature
+    from .a5_formula import key_of, lookup
+
     out = []
     for op in _measured_ops(table):
         if op == req.op:
             continue
         try:
-            out.append((op, anchor_request(op, req, strategy)))
+            a = anchor_request(op, req, strategy)
+            p = lower.lower(a, strategy)
         except PtoCostError:
             continue
+        found = lookup(table, key_of(a, strategy), body_signature(p)) if p.strategy == strategy else None
+        if found is not None and found[2] == "key":
+            out.append((a, p, found[:2]))
     return out
 
 
@@ -84,20 +93,9 @@ class AnchoredPipeline:
     def correction(self, plan: Plan) -> tuple[float, tuple[str, ...]]:
         """Return (mean formula - pipeline cycles of the anchors on the plan's tiles and loop form, their names);
         (0, ()) when no anchor can be priced there."""
-        from .. import lower
-
         diffs, names = [], []
-        for _, a in anchor_ops(plan.request, plan.strategy, self.table):
-            try:
-                p = lower.lower(a, plan.strategy)
-                if p.strategy != plan.strategy:
-                    continue
-                f, _ = self.formula.cost(p)
-            except PtoCostError:
-                continue
-            if self.formula.source:  # only an op's own measured parameters anchor
-                continue
-            diffs.append(f - self.pipeline.cost(p)[0])
+        for a, p, _ in anchor_plans(plan.request, plan.strategy, self.table):
+            diffs.append(self.formula.cost(p)[0] - self.pipeline.cost(p)[0])
             names.append(a.op)
         return (sum(diffs) / len(diffs), tuple(names)) if diffs else (0.0, ())
 

@@ -30,7 +30,7 @@ from ..isa_a5 import VfProgram
 from ..lower import lower as lower_request
 from ..lower.a5 import dispatch, vf
 from ..lower.alloc import buffers_end
-from ..models.a5_anchored import AnchoredPipeline, anchor_ops, anchor_request
+from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request
 from ..models.a5_features import body_signature
 from ..models.a5_formula import A5FormulaModel, key_of, lookup
 from ..models.a5_formula import cycles as formula_cycles
@@ -258,16 +258,8 @@ class Prepared:
 def _anchors(rep: Request, strategy: str, table) -> tuple[Anchor, ...]:
     """The anchors the per-request path (AnchoredPipeline.correction) uses for `rep` in `strategy`: measured ops whose
     own formula key prices them there."""
-    out = []
-    for op, a in anchor_ops(rep, strategy, table):
-        try:
-            p = lower_request(a, strategy)
-        except PtoCostError:
-            continue
-        found = lookup(table, key_of(a, strategy), body_signature(p)) if p.strategy == strategy else None
-        if found is not None and found[2] == "key":
-            out.append(Anchor(op, (found[0], found[1]), tuple((t.dtype.bits, 0) for _, t in a.tiles)))
-    return tuple(out)
+    return tuple(Anchor(a.op, params, tuple((t.dtype.bits, 0) for _, t in a.tiles))
+                 for a, _, params in anchor_plans(rep, strategy, table))
 
 
 CHUNK = 32768  # rows per evaluation of a formula-priced group: the temporaries stay in cache
@@ -281,7 +273,7 @@ def prepare(rep: Request, make, models) -> Prepared | None:
         note = ""
     except PtoCostError as exc:
         m, note = None, str(exc)
-    pair = _models(m) if m is not None else (None, None)
+    pair = _models(m) if m is not None else (None, None, None)
     if pair is None:
         return None
     formula_model, pipe, anchored = pair
