@@ -51,7 +51,7 @@ def estimate_request(req: Request, *, model: str = "auto", verify: bool = True, 
     else:
         verified, note = None, "not checked (verify=False)"
     src = getattr(m, "source", "")
-    notes = p.notes + ((m.source_note,) if src else ())
+    notes = p.notes + ((m.source_note,) if getattr(m, "source_note", "") else ())
     return Estimate(req.op, req.arch, strategy, m.name, float(cycles), tuple(breakdown), verified, note, source,
                     arch_source, p, req, notes, params_from=src)
 

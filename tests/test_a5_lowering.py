@@ -375,6 +375,7 @@ def test_auto_model_prices_an_unmeasured_op_by_the_pipeline_anchored_on_the_meas
     # no measured op of the dtype: nothing to anchor on, the pipeline alone (and the estimate says so)
     wide = costmodel.estimate("TDIV", "4x64", "i64", arch="a5", verify=False)
     assert wide.model == "pipeline" and wide.params_from == ""
+    assert any("pipeline simulation alone" in n for n in wide.notes), wide.notes
 
 
 def test_trecip_without_a_precision_is_the_default_variant():

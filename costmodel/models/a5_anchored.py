@@ -104,7 +104,9 @@ class AnchoredPipeline:
         cycles, parts = self.pipeline.cost(plan)
         corr, self.anchors = self.correction(plan)
         if not self.anchors:
-            self.name, self.source, self.source_note = self.pipeline.name, "", ""
+            self.name, self.source = self.pipeline.name, ""
+            self.source_note = (f"the pipeline simulation alone: no measured op of {plan.request.dtype.name} takes "
+                                "these tiles in this loop form to anchor it")
             return cycles, parts
         self.name, self.source = "anchored", "anchors"
         self.source_note = (f"the pipeline simulation corrected by {corr:+.1f} cycles, the mean formula - pipeline "
