@@ -90,8 +90,10 @@ def data_movement_tiles(inst: Instruction, dt: DType, dst_dt: DType | None, shap
     if inst.name == "TMOV":
         return _tmov_tiles(inst, dt, shape, valid, sv, params)
     from .errors import NotModelledError
+    from .lower.a2a3.datamove import MODELLED
 
-    raise NotModelledError(f"{inst.name} ({inst.family}) is not modelled yet; modelled data movement: TLOAD, TSTORE, TMOV")
+    raise NotModelledError(f"{inst.name} ({inst.family}) is not modelled yet; modelled data movement: "
+                           f"{', '.join(MODELLED)}")
 
 
 def _tmov_tiles(inst: Instruction, dt: DType, shape: Any, valid: Any, sv: bool, params: dict):

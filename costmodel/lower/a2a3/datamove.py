@@ -26,6 +26,11 @@ BLOCK = _A.block_bytes
 MODELLED = ("TLOAD", "TSTORE", "TMOV")
 
 
+def lowers(op: str) -> bool:
+    """Whether this module lowers `op` (TLOAD, TSTORE and TMOV of their family)."""
+    return op in MODELLED
+
+
 def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
     """Return (default, {strategy: None or why illegal}) for TLOAD / TSTORE / TMOV."""
     if req.op not in MODELLED:

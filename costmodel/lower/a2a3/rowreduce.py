@@ -37,9 +37,15 @@ GROUP_REDUCE_SHAPES = {(64, 128), (32, 256), (16, 512), (8, 1024)}  # costmodel.
 STRATEGIES = ("RowReduceMask", "RowReduceCount", "RowReduceCopyTail", "RowReduceAccumulate")
 
 
+def lowers(op: str) -> bool:
+    """Whether this module lowers `op`: the row reductions with a whole-repeat cross-lane reduce (TROWSUM, TROWMAX,
+    TROWMIN)."""
+    return instruction(op).kernel in CROSS_LANE
+
+
 def _check_modelled(req: Request) -> str:
     kernel = instruction(req.op).kernel
-    if kernel not in CROSS_LANE:
+    if not lowers(req.op):
         raise NotModelledError(f"{req.op} has no A2/A3 lowering (no whole-repeat reduce exists for it; the catalogue's "
                                f"one-block tmp path is not modelled); modelled row reductions: TROWSUM, TROWMAX, TROWMIN")
     if not req.dtype.is_float:
