@@ -249,9 +249,14 @@ class Prepared:
             def make(r, c, vr, vc, op=a.op):
                 return anchor_request(op, self.make(r, c, vr, vc), f.name)
 
-            p, cov = _pipeline(self.pipe, make, f.name, f.epr, sh)
-            total += formula(*a.params, f.name, f.epr, sh, self.tables.setdefault(("anchor", a.op), {})) - p
-            ok &= cov & (ub_need(list(a.buffers), sh, _A.ub_align_bytes) <= _A.ub_bytes)
+            ok &= ub_need(list(a.buffers), sh, _A.ub_align_bytes) <= _A.ub_bytes
+            fit = np.flatnonzero(ok)
+            if not len(fit):
+                break
+            p, cov = _pipeline(self.pipe, make, f.name, f.epr, sh.take(fit))
+            ok[fit] &= cov
+            total[fit] += formula(*a.params, f.name, f.epr, sh.take(fit),
+                                  self.tables.setdefault(("anchor", a.op), {})) - p
         return total / len(f.anchors), ok
 
 
