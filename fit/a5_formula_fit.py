@@ -267,7 +267,7 @@ def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: st
     use = np.isin(names, list(smooth_ops))
     cv_pred = np.where(use, cv_smooth, cv_pred)
     coef, D = fit_max(rows, allidx, shrink, pool=pool)
-    smooth = fit_smooth(rows, allidx)
+    smooth = fit_smooth(rows, allidx, stderr=True)
     out_rows, report = _to_rows(coef, D, rows, cv_pred, source, smooth, smooth_ops)
     insample = np.where(use, predict_smooth(smooth, rows, allidx), predict_rows(coef, D, rows, allidx))
     return A5FormulaFit(tuple(out_rows), cv_pred, insample, pd.DataFrame(results), shrink, pool, report,
@@ -360,10 +360,10 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             got = smooth.params({**key, "strategy": strategy})
             if got is None:
                 continue
-            values = {**got[0], **got[1]}
+            values, se = {**got[0], **got[1]}, smooth.stderrs({**key, "strategy": strategy})
             for t in list(fm.TERMS[strategy[:2]]) + list(fm.D_TERMS) + ["q"]:
-                out.append(ParamRow("a5", "vf", scope, name, dtype, dst, strategy, op_params, t, float(values[t]), None,
-                                    n, cv, note(strategy)))
+                out.append(ParamRow("a5", "vf", scope, name, dtype, dst, strategy, op_params, t, float(values[t]),
+                                    se.get(t), n, cv, note(strategy)))
 
     member_rows: dict[str, list[int]] = {}
     seen = {}  # each measured key (any loop form of its body)
@@ -380,8 +380,9 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
         write("op", key["name"], key["dtype"], key["dst_dtype"], key["op_params"], key, strategies_of(key, measured), n,
               cv, lambda s, m=measured: src if s in m else f"{src}; body measured in {', '.join(sorted(m))} only")
         label = member if body == member else f"{member} (curve {body})"
+        first = {**key, "strategy": sorted(measured)[0]}
         report.append({"parameter": f"{label} (smooth, all forms)", "n_obs": n, "cv_mape": cv,
-                       **{t: v for t, v in smooth.params({**key, "strategy": sorted(measured)[0]})[0].items()}})
+                       "stderr": smooth.stderrs(first)["p1"], **smooth.params(first)[0]})
     # an op nobody measured falls back to the body that measured ops doing the same work per chunk share (their
     # deviations left out): leave-one-op-out, such a body predicts each pooled op within 0.9-2.6 % MAPE
     bodies: dict[str, tuple[int, dict]] = {}
@@ -398,7 +399,8 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     form, n_form = fm.ADDRESS_FORM, int((rows.strategy == fm.ADDRESS_FORM).sum())
     for t, v in smooth.address.items():
         out.append(ParamRow("a5", "vf", "dispatch", "*", "*", "", form, "", t,
-                            float(v + (smooth.offset.get(form, 0.0) if t == "a0" else 0.0)), None, n_form, None,
+                            float(v + (smooth.offset.get(form, 0.0) if t == "a0" else 0.0)),
+                            smooth.stderr({t: 1.0, **({f"off|{form}": 1.0} if t == "a0" else {})}), n_form, None,
                             f"{src}; address bound of the smooth form (per explicit load / store and chunk)"))
     # a key nobody measured (another dtype of a measured op) falls back to its family: the op's body measured on
     # most rows, in every loop form — a 256-byte chunk is the same work whatever the element type (measured:

@@ -40,7 +40,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.sparse import lil_matrix
 
-from costmodel.models.a5_formula import BITS, address_counts, address_terms, cycles, family_of, features, smooth_max
+from costmodel.models.a5_formula import BITS, P_TERMS, address_counts, cycles, family_of, features, smooth_max
 
 PER_FORM_BODIES = ("TCVT",)
 # chunks of one simple op on whole vectors between plain loads and a store issue the same instructions whatever the
@@ -140,7 +140,7 @@ def body_dtype(key: dict[str, str]) -> str:
 class SmoothFit:
     """Fitted values: the dispatch bound per 1D/2D shape (d0..d3), a start offset per loop form, per body
     (a, p, r, mr, mc, f), per op body its deviation from the shared body (da, dp), the sharpness q, and the address
-    bound's a0, al, as."""
+    bound's a0, al, as; with `cov`, the covariance of the fitted parameters (named `names`, as `terms` names them)."""
 
     dispatch: dict[str, dict[str, float]]
     offset: dict[str, float]
@@ -149,25 +149,85 @@ class SmoothFit:
     member: dict[str, dict[str, float]] = field(default_factory=dict)
     address: dict[str, float] = field(default_factory=dict)
     flat: float = 0.0  # the one-chunk 1D program's shared term (FLAT_NOTE), taken by the keys of `takes_shared_flat`
+    names: tuple[str, ...] = ()
+    cov: np.ndarray | None = field(default=None, compare=False)
+
+    def terms(self, key: dict[str, str]) -> dict[str, dict[str, float]]:
+        """Return each coefficient of a key's bounds (P p0..p5, D d0..d3, the address bound's a0 and ac where the
+        program has one) as {fitted parameter: weight}: the loop form's offset is in every start, an op body's
+        deviation in its body's start and slope, the shared flat term in the p5 of the keys that take it."""
+        b, m, strategy, dim = body_of(key), member_of(key), key["strategy"], key["strategy"][:2]
+        off = {f"off|{strategy}": 1.0}
+        out = {"p0": {f"a|{b}": 1.0, f"da|{m}": 1.0, **off}, "p1": {f"p|{b}": 1.0, f"dp|{m}": 1.0},
+               "p2": {f"r|{b}": 1.0}, "p3": {f"mr|{b}": 1.0}, "p4": {f"mc|{b}": 1.0},
+               "p5": {f"f|{b}": 1.0, **({"fg": 1.0} if takes_shared_flat(key) else {})},
+               "d0": {f"d0|{dim}": 1.0, **off}, **{t: {f"{t}|{dim}": 1.0} for t in DISPATCH_TERMS[1:]}}
+        loads, stores = address_counts(key.get("sig", ""), strategy)
+        if self.address and loads + stores:
+            out.update(a0={"a0": 1.0, **off}, ac={"al": float(loads), "as": float(stores)})
+        return out
+
+    def value(self, name: str) -> float:
+        """Return a fitted parameter by its `terms` name (an op body's deviation nobody fitted is zero)."""
+        if name == "fg":
+            return self.flat
+        if name in ADDRESS_TERMS:
+            return self.address[name]
+        term, group = name.split("|", 1)
+        if term == "off":
+            return self.offset[group]
+        if term in DISPATCH_TERMS:
+            return self.dispatch[group][term]
+        if term in MEMBER_TERMS:
+            return self.member.get(group, {}).get(term, 0.0)
+        return self.body[group][term]
 
     def params(self, key: dict[str, str]) -> tuple[dict[str, float], dict[str, float]] | None:
         """Return (P coefficients p0..p5, D coefficients d0..d3 and q) for a key, or None if its body or form is
         unfitted. The loop form's offset is in both starts, so cycles = offset + smooth max of the two bounds."""
-        b, d, off = self.body.get(body_of(key)), self.dispatch.get(key["strategy"][:2]), self.offset.get(key["strategy"])
-        if b is None or d is None or off is None:
+        if body_of(key) not in self.body or key["strategy"][:2] not in self.dispatch or key["strategy"] not in self.offset:
             return None
-        m = self.member.get(member_of(key), {"da": 0.0, "dp": 0.0})
-        p = {"p0": b["a"] + m["da"] + off, "p1": b["p"] + m["dp"], "p2": b["r"], "p3": b["mr"], "p4": b["mc"],
-             "p5": b["f"] + (self.flat if takes_shared_flat(key) else 0.0)}
-        d = {**d, "d0": d["d0"] + off, "q": self.q}
-        address = address_terms(self.address, key.get("sig", ""), key["strategy"])
-        if address:
-            d.update(address, a0=address["a0"] + off)
-        return p, d
+        got = {t: sum(w * self.value(n) for n, w in ws.items()) for t, ws in self.terms(key).items()}
+        return ({t: got[t] for t in P_TERMS},
+                {t: v for t, v in got.items() if t not in P_TERMS} | {"q": self.q})
+
+    def stderr(self, weights: dict[str, float]) -> float | None:
+        """Return the standard error of a weighted sum of fitted parameters (a `terms` entry; "lq" is log q), or
+        None without a covariance or where every parameter in it sits at a bound."""
+        if self.cov is None:
+            return None
+        at = {n: i for i, n in enumerate(self.names)}
+        g = np.zeros(len(self.names))
+        for n, w in weights.items():
+            if n in at:
+                g[at[n]] += w
+        var = float(g @ self.cov @ g)
+        return float(np.sqrt(var)) if var > 0 else None
+
+    def stderrs(self, key: dict[str, str]) -> dict[str, float | None]:
+        """Return the standard error of every coefficient `params` gives a key, and of q."""
+        se_lq = self.stderr({"lq": 1.0})
+        return ({t: self.stderr(ws) for t, ws in self.terms(key).items()}
+                | {"q": None if se_lq is None else self.q * se_lq})
 
 
-def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
-    """Fit the smooth form on rows `idx` of a5_formula_fit.Rows by robust nonlinear least squares on relative error."""
+def covariance(sol, n: int) -> np.ndarray:
+    """Return the Gauss-Newton covariance s^2 (J'J)^-1 of a least-squares solution whose first `n` residuals are data
+    (the rest penalties, which act as priors), over the parameters off their bounds (zero for those at one); s^2 is
+    the data residuals' variance on their effective degrees of freedom (n minus the hat matrix's trace)."""
+    J = sol.jac.toarray() if hasattr(sol.jac, "toarray") else np.asarray(sol.jac)
+    free = sol.active_mask == 0
+    Jf = J[:, free]
+    inv = np.linalg.pinv(Jf.T @ Jf)
+    dof = n - float(np.einsum("ij,jk,ik->", Jf[:n], inv, Jf[:n]))
+    cov = np.zeros((J.shape[1], J.shape[1]))
+    cov[np.ix_(free, free)] = float(np.sum(sol.fun[:n] ** 2)) / max(dof, 1.0) * inv
+    return cov
+
+
+def fit_smooth(rows, idx: np.ndarray, stderr: bool = False) -> SmoothFit:
+    """Fit the smooth form on rows `idx` of a5_formula_fit.Rows by robust nonlinear least squares on relative error;
+    with `stderr`, the fit carries its parameters' covariance."""
     idx = np.asarray(idx)
     keys = [rows.keys[i] for i in idx]
     strategies = sorted({k["strategy"] for k in keys})
@@ -266,12 +326,16 @@ def fit_smooth(rows, idx: np.ndarray) -> SmoothFit:
     sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.03, jac_sparsity=J.tocsr(),
                         max_nfev=3000, ftol=1e-6, x_scale="jac")
     Dv, off, B, M, Ad, fg, lq = split(sol.x)
+    names = ([f"{t}|{d}" for t in DISPATCH_TERMS for d in dims] + [f"off|{s}" for s in strategies]
+             + [f"{t}|{b}" for t in BODY_TERMS for b in bodies] + [f"{t}|{m}" for t in MEMBER_TERMS for m in members]
+             + list(ADDRESS_TERMS) + ["fg", "lq"])
     return SmoothFit({d: dict(zip(DISPATCH_TERMS, map(float, Dv[:, j]))) for j, d in enumerate(dims)},
                      {s: float(off[j]) for j, s in enumerate(strategies)},
                      {b: dict(zip(BODY_TERMS, map(float, B[:, j]))) for j, b in enumerate(bodies)},
                      float(np.exp(lq)),
                      {m: dict(zip(MEMBER_TERMS, map(float, M[:, j]))) for j, m in enumerate(members)},
-                     dict(zip(ADDRESS_TERMS, map(float, Ad))) if addressed.any() else {}, float(fg) if fg_on else 0.0)
+                     dict(zip(ADDRESS_TERMS, map(float, Ad))) if addressed.any() else {}, float(fg) if fg_on else 0.0,
+                     tuple(names), covariance(sol, n) if stderr else None)
 
 
 def predict_smooth(fit: SmoothFit, rows, idx: np.ndarray) -> np.ndarray:

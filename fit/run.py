@@ -107,7 +107,7 @@ def _a5_report(report: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for r in report.to_dict("records"):
         coeffs = " ".join(f"{t}={r.get(t, 0.0):.3g}" for t in P_TERMS if abs(r.get(t, 0.0)) >= 5e-4)
-        rows.append({"parameter": f"{r['parameter']}  {coeffs}", "value": r["p1"], "stderr": None,
+        rows.append({"parameter": f"{r['parameter']}  {coeffs}", "value": r["p1"], "stderr": r.get("stderr"),
                      "n_obs": r["n_obs"], "cv_mape": r["cv_mape"]})
     return pd.DataFrame(rows)
 

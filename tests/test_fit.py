@@ -194,6 +194,40 @@ def test_a5_smooth_fit_recovers_a_shared_body_across_loop_forms():
     assert float(fm.cycles(p16, d16, 200.0, 10.0, "2d")[0]) == pytest.approx(float(fm.cycles(p32, d32, 200.0, 10.0, "2d")[0]))
 
 
+def test_a5_smooth_fit_standard_errors_cover_the_truth_and_shrink_with_more_rows():
+    """Rows drawn from known parameters with 1 % noise: each op's start and slope lie within four standard errors
+    of the truth, and four times the rows give about half the standard error (1/sqrt(n)) of the slopes."""
+    from costmodel.models import a5_formula as fm
+    from fit.a5_smooth_fit import fit_smooth
+
+    disp = {"1d-post-update": {"d0": 52.0, "d1": 1.0, "d2": 0.0, "d3": 0.0, "q": 8.0},
+            "2d-no-post-update": {"d0": 50.0, "d1": 1.0, "d2": 1.5, "d3": 5.0, "q": 8.0}}
+    truth = {"TEXP": (48.0, 2.0), "TRECIP": (55.0, 3.0)}
+
+    def fitted(repeats: int, seed: int):
+        rng = np.random.default_rng(seed)
+        keys, C, R, y = [], [], [], []
+        for op, (a, p1) in truth.items():
+            for strategy, d in disp.items():
+                for _ in range(20 * repeats):
+                    r = 1 if strategy.startswith("1d") else int(rng.integers(1, 21))
+                    c = r * int(rng.integers(1, 21))
+                    cyc = float(fm.cycles({"p0": a, "p1": p1}, d, c, r, strategy[:2])[0])
+                    keys.append({"name": op, "dtype": "f32", "dst_dtype": "", "strategy": strategy, "op_params": ""})
+                    C.append(c), R.append(r), y.append(cyc * (1 + 0.01 * rng.standard_normal()))
+        fit = fit_smooth(_synthetic_rows(keys, C, R, y), np.arange(len(y)), stderr=True)
+        key = {"dtype": "f32", "dst_dtype": "", "strategy": "2d-no-post-update", "op_params": ""}
+        return {op: (fit.params({**key, "name": op})[0], fit.stderrs({**key, "name": op})) for op in truth}
+
+    small, large = fitted(1, 3), fitted(4, 4)
+    for op, (a, p1) in truth.items():
+        for got, se in (small[op], large[op]):
+            assert se["p0"] > 0 and se["p1"] > 0
+            assert abs(got["p0"] - a) < 4 * se["p0"] and abs(got["p1"] - p1) < 4 * se["p1"]
+    ratio = sum(large[op][1]["p1"] for op in truth) / sum(small[op][1]["p1"] for op in truth)
+    assert 0.3 < ratio < 0.85  # 0.5 without the fit's penalties, which act as priors
+
+
 def test_a5_address_bound_is_fitted_shared_and_applied_to_2d_no_post_update_programs_only():
     """Programs whose accesses compute their address (2D no-post-update) pay a bound per explicit load and store;
     the fit recovers it from two bodies, and through the written table it reaches a 2D program of an op it never
@@ -329,6 +363,14 @@ def test_fit_cli_dry_run_and_atomic_write(tmp_path):
     fitted = [row for row in table.rows if row.n_obs > 0]
     assert fitted and all("synthetic.csv" in row.source for row in fitted)
     assert all(row.cv_mape is not None for row in fitted if row.scope == "intrinsic")
+
+
+def test_shipped_a5_formula_rows_carry_standard_errors():
+    """Every measured op's start, slope, dispatch start and q in the shipped A5 table has a positive standard error."""
+    from costmodel.models.params import shipped
+
+    rows = [r for r in shipped().rows if r.arch == "a5" and r.scope == "op" and r.term in ("p0", "p1", "d0", "q")]
+    assert rows and all(r.stderr is not None and r.stderr > 0 for r in rows)
 
 
 def test_merged_table_layout_does_not_depend_on_which_fit_wrote_last(tmp_path):
