@@ -268,6 +268,14 @@ def test_timeline_view():
     assert "more dynamic instructions not shown" in text
     d = r.timeline().to_dict()
     assert d["rows"] and all(row["dispatch"] <= row["issue"] <= row["done"] for row in d["rows"])
+    # 4 rows of 4 chunks, two of each shown: a row's own instructions carry the row index alone and appear for
+    # rows 0 and 1 (the chunk loop's counter is stale there), chunk instructions carry both indices
+    r = PipelineModel().simulate(api.plan("TMINS", (4, 288), "f32", "a5", valid=(4, 256)))
+    rows = r.timeline().to_dict()["rows"]
+    per_row = [row["iterations"] for row in rows if "per-row" in row["instruction"]]
+    assert per_row == [[0], [1]]
+    chunks = [row["iterations"] for row in rows if row["instruction"].startswith("vmins")]
+    assert chunks == [[0, 0], [0, 1], [1, 0], [1, 1]]
 
 
 def test_cli_plan_timeline():

@@ -15,6 +15,7 @@ cycles for the chart; the columns carry the exact (possibly fractional) stamps.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -72,13 +73,31 @@ class Timeline:
     max_iterations: int = 2
     max_lines: int = 200
 
+    @functools.cached_property
+    def enclosing(self) -> dict[int, tuple[int, ...]]:
+        """The loops around each static instruction, outermost first (an instruction of a row loop before its chunk
+        loop is not inside the chunk loop, whose counter still holds the previous row's last value)."""
+        out: dict[int, tuple[int, ...]] = {}
+
+        def walk(body, loops: tuple[int, ...]) -> None:
+            for node in body:
+                if node[0] == "i":
+                    out[node[1]] = loops
+                else:
+                    walk(node[2], (*loops, node[1]))
+
+        walk(self.template.body, ())
+        return out
+
     def rows(self) -> list[dict]:
+        """Return the shown dynamic instructions: their iteration of each enclosing loop, unit, times and stall."""
         tr, out = self.trace, []
         for k in range(len(tr)):
-            if any(i >= self.max_iterations for i in tr.iters[k]):
+            its = [tr.iters[k][lp] for lp in self.enclosing[tr.static[k]]]
+            if any(i >= self.max_iterations for i in its):
                 continue
             ins = self.template.instrs[tr.static[k]]
-            out.append({"index": k, "iterations": list(tr.iters[k]), "instruction": ins.text.strip(),
+            out.append({"index": k, "iterations": its, "instruction": ins.text.strip(),
                         "unit": tr.port[k], "dispatch": tr.dispatch[k], "issue": tr.issue[k], "done": tr.done[k],
                         "stall": tr.why_issue[k] if tr.why_issue[k] != "dispatched" else tr.why_dispatch[k]})
             if len(out) >= self.max_lines:
