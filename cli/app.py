@@ -336,6 +336,9 @@ def plot(
 
 
 def _measured_points(path: str, df, x: str, fixed: str):
+    """The trace's rows of the plotted op, dtypes and arch at the fixed dimension, placed at their valid extent: a
+    curve point is a tile whose valid region is the whole tile, and a measured row's cost follows its valid region
+    (10x1312 valid 10x1280 runs 20 chunks a row, like a 10x1280 tile, not 21)."""
     from costmodel.dtypes import dtype as as_dtype
     from fit.traces import check_trace, read_trace
 
@@ -343,7 +346,8 @@ def _measured_points(path: str, df, x: str, fixed: str):
     names = {as_dtype(d).name for d in df["dtype"].unique()}
     good = good[good["op"].str.upper() == df["op"].iloc[0].upper()]
     good = good[good["dtype"].map(lambda d: as_dtype(d).name).isin(names) & (good["arch"].str.lower() == df["arch"].iloc[0])]
-    return good[good[fixed] == df[fixed].iloc[0]]
+    good = good[good[f"valid_{fixed}"] == df[fixed].iloc[0]]
+    return good.assign(**{x: good[f"valid_{x}"]})
 
 
 @app.command("fit")

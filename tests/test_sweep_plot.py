@@ -79,6 +79,20 @@ def test_plot_writes_figure_and_data(tmp_path):
     assert norm[144] > norm[128]
 
 
+def test_plot_overlays_measured_rows_at_their_valid_extent(tmp_path):
+    """A curve point is a tile valid everywhere; a measured row with a narrower valid region sits at its valid
+    cols, and matches the fixed rows by its valid rows."""
+    from cli.app import _measured_points
+
+    trace = tmp_path / "m.csv"
+    pd.DataFrame({"arch": "a5", "op": "TMINS", "dtype": "fp32", "rows": [10, 10, 3, 10], "cols": [1312, 160, 1312, 160],
+                  "valid_rows": [10, 10, 3, 4], "valid_cols": [1280, 128, 1280, 160],
+                  "measured_cycles": [323.0, 119.0, 134.0, 90.0]}).to_csv(trace, index=False)
+    curve = pd.DataFrame({"op": ["TMINS"], "dtype": ["f32"], "arch": ["a5"], "rows": [10], "cols": [64]})
+    got = _measured_points(str(trace), curve, "cols", "rows")
+    assert sorted(zip(got["cols"], got["measured_cycles"])) == [(128, 119.0), (1280, 323.0)]
+
+
 def test_plot_svg_and_heatmap(tmp_path):
     svg = tmp_path / "h.svg"
     r = run("plot", "TADD", "--dtype", "f16,f32", "--rows", "1:32:8", "--cols", "16:128:16", "-o", str(svg))
