@@ -378,6 +378,24 @@ def test_auto_model_prices_an_unmeasured_op_by_the_pipeline_anchored_on_the_meas
     assert any("pipeline simulation alone" in n for n in wide.notes), wide.notes
 
 
+def test_a5_formula_estimate_states_the_held_out_error_of_its_own_key_only():
+    """An estimate priced by its key's own parameters says how far off the fit was on that key's measured rows when
+    their shapes were held out (the figure the fit wrote into the table); one priced through a family or a shared
+    body, or by the pipeline, has no such figure and says none."""
+    import costmodel
+    from costmodel.models.params import shipped
+
+    est = costmodel.estimate("TADD", "10x672", "f32", arch="a5", valid=(10, 640), verify=False)
+    row = shipped().lookup("a5", "vf", "op", "TADD", "p1", dtype="f32", strategy=est.strategy)
+    assert row.cv_mape is not None and row.n_obs > 1
+    (note,) = [n for n in est.notes if n.startswith("typical error")]
+    assert f"{row.cv_mape:.1f} %" in note and f"{row.n_obs} measured TADD f32 rows" in note
+    for op, dtype, model in (("TMINS", "bf16", "auto"), ("TABS", "f32", "auto"), ("TRSQRT", "f32", "auto"),
+                             ("TADD", "f32", "pipeline")):
+        other = costmodel.estimate(op, "10x672", dtype, arch="a5", valid=(10, 640), model=model, verify=False)
+        assert not any(n.startswith("typical error") for n in other.notes), (op, dtype, other.notes)
+
+
 def test_trecip_without_a_precision_is_the_default_variant():
     # costmodel.md §3 step 6: TRECIP's op_params default to `default`; the variant is part of the formula key
     import costmodel

@@ -119,14 +119,9 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
         p: dict[str, float] = {}
         own: dict[str, float] = {}
         for t in P_TERMS + D_TERMS + ("q",):
-            row = table.lookup("a5", "vf", scope, name, t, strategy=key["strategy"], **fields)
-            # exact rows only: a wildcard row of another scope's shape must not stand in for this one (but a body
-            # shared across element types is written for dtype '*', fit/a5_smooth_fit.py DTYPE_FREE_SIGS)
-            any_dtype = scope == "body" and row is not None and row.dtype == "*"
-            if row is None or row.name != name or row.strategy != key["strategy"] or any(
-                    getattr(row, f) != v for f, v in fields.items() if not (any_dtype and f == "dtype")):
-                continue
-            (p if t in P_TERMS else own)[t] = row.value
+            row = _exact_row(table, scope, name, t, key["strategy"], fields)
+            if row is not None:
+                (p if t in P_TERMS else own)[t] = row.value
         if p:
             break
     else:
@@ -141,6 +136,28 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
     if "q" in d:
         d = {**d, **address_terms(dispatch, sig, key["strategy"])}
     return p, d, src
+
+
+def _exact_row(table: ParamTable, scope: str, name: str, term: str, strategy: str, fields: dict[str, str]):
+    """Return the row of exactly this scope, name, loop form and fields, or None: a wildcard row of another
+    scope's shape must not stand in for it (but a body shared across element types is written for dtype '*',
+    fit/a5_smooth_fit.py DTYPE_FREE_SIGS)."""
+    row = table.lookup("a5", "vf", scope, name, term, strategy=strategy, **fields)
+    any_dtype = scope == "body" and row is not None and row.dtype == "*"
+    if row is None or row.name != name or row.strategy != strategy or any(
+            getattr(row, f) != v for f, v in fields.items() if not (any_dtype and f == "dtype")):
+        return None
+    return row
+
+
+def held_out_error(table: ParamTable, key: dict[str, str]) -> tuple[float, int] | None:
+    """Return (cross-validated MAPE %, measured rows) the fit recorded for a key's own parameters, or None (a key
+    priced through its family or a shared body, or a table without the figure)."""
+    row = _exact_row(table, "op", key["name"], "p1", key["strategy"],
+                     {"dtype": key["dtype"], "dst_dtype": key["dst_dtype"], "op_params": key["op_params"]})
+    if row is None or row.cv_mape is None or not row.n_obs:
+        return None
+    return row.cv_mape, row.n_obs
 
 
 def bounds(p: dict[str, float], d: dict[str, float], f: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -201,7 +218,12 @@ class A5FormulaModel:
                                    f"{' ' + key['op_params'] if key['op_params'] else ''}; use --model pipeline")
         p, d, src = found
         self.source = "" if src == "key" else src
-        self.source_note = {"key": "",
+        error = held_out_error(self.table or shipped(), key) if src == "key" else None
+        types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
+        self.source_note = {"key": "" if error is None else
+                                   f"typical error {error[0]:.1f} %: the mean error on {error[1]} measured "
+                                   f"{key['name']} {types} row{'s' if error[1] != 1 else ''}, each predicted by a "
+                                   "fit that did not see its tile shape",
                             "family": f"formula parameters of the family {family_of(key)} ({key['dtype']} was not "
                                       "measured)",
                             "body": f"formula parameters of the body measured ops doing the same work per chunk "
