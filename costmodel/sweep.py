@@ -2,7 +2,7 @@
 `best` and `note` out (DESIGN.md §2).
 
 Rows are grouped by everything but their shape (op, dtypes, arch, op parameters). A group whose family has a
-closed form (`costmodel.vector`: A2/A3 and A5 unary, binary and binary-scalar ops) is costed with numpy over
+closed form (`costmodel.vector`: A2/A3 and A5 unary, binary and binary-scalar ops, A5 conversions) is costed with numpy over
 its shape arrays — every legal strategy of every row, no plan per row. Every other group, and the rows a closed
 form does not cover, take the per-request path: each distinct request is lowered and costed once (strategy by
 strategy) and merged back. Both paths fill the same per-row table (strategy -> cycles and model, default
@@ -44,7 +44,7 @@ def request_kwargs(values: dict[str, Any], rows: int, cols: int, vr: int, vc: in
           and v is not None and v == v and v != ""}
     kw["shape"] = (int(rows), int(cols))
     kw["valid"] = (int(vr), int(vc))
-    if values.get("dst_dtype") and values["dst_dtype"] != values["dtype"]:
+    if values.get("dst_dtype"):  # also equal to dtype: TCVT f32 -> f32 rounds to integral values
         kw["dst_dtype"] = values["dst_dtype"]
     kw["static_valid"] = bool(kw.get("static_valid", False))
     return kw

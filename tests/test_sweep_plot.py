@@ -128,6 +128,25 @@ def test_sweep_passes_the_reduce_convert_move_parameters():
     assert nz["cycles"].iloc[0] != nd["cycles"].iloc[0]
 
 
+def test_sweep_prices_a5_conversions_in_closed_form_like_single_estimates(monkeypatch):
+    """Conversions, f32 -> f32 (round to integral) included, priced over a shape grid without a plan per row: the
+    same cycles, strategy and model as one estimate each."""
+    import importlib
+
+    module = importlib.import_module("costmodel.sweep")
+    calls = []
+    real = module._per_request
+    monkeypatch.setattr(module, "_per_request", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for src, dst in (("f32", "f32"), ("f32", "fp8_e4m3"), ("bf16", "f32"), ("fp4_e2m1", "bf16"), ("f32", "i32")):
+        grid = expand({"ops": ["TCVT"], "dtypes": [src], "archs": ["a5"], "rows": "1:7:3", "cols": "64:1024:320",
+                       "params": {"dst_dtype": dst}})
+        got = sweep(grid)
+        assert not calls, (src, dst)  # no row took the per-request path
+        for r in got.itertuples():
+            one = estimate("TCVT", f"{r.rows}x{r.cols}", src, arch="a5", dst_dtype=dst, verify=False)
+            assert (r.strategy, r.model) == (one.strategy, one.model) and r.cycles == pytest.approx(one.cycles), r
+
+
 def test_sweep_passes_the_a5_parameters():
     # vf_impl_kind, precision and src_valid columns reach make_request: dropping one from PARAM_COLUMNS would
     # evaluate these rows as the plain request (same strategy and cycles, no note)

@@ -20,6 +20,7 @@ from costmodel.models.a2a3_intrinsic import IntrinsicModel
 from costmodel.models.a5_anchored import AnchoredPipeline
 from costmodel.models.a5_formula import A5FormulaModel
 from costmodel.models.a5_pipeline import PipelineModel
+from costmodel.lower.a5.table import convert_rows
 from costmodel.operands import make_request
 from costmodel.sweep import Models, request_kwargs, sweep
 from costmodel.vector import VECTOR_FAMILIES, Shapes, closed_form
@@ -62,7 +63,7 @@ def test_cycles_for_rows_from_one_prefix_simulation_equal_the_plans(op, dtype, s
 
 
 BITS = {"f16": 16, "bf16": 16, "f32": 32, "i8": 8, "u8": 8, "i16": 16, "u16": 16, "i32": 32, "u32": 32, "i64": 64,
-        "u64": 64}
+        "u64": 64, "fp8_e4m3": 8, "fp8_e5m2": 8, "hif8": 8, "fp4_e1m2": 4, "fp4_e2m1": 4}
 UB = {"a2a3": 196608, "a5": 262144}
 
 
@@ -83,6 +84,7 @@ OPS = {arch: _ops(arch) for arch in ("a2a3", "a5")}
 A5_FITTED = [(op, d) for op, d in OPS["a5"] if op in _a5_fitted()]
 # priced by the anchored pipeline under `auto`: no formula parameters of their own nor of a sibling body
 A5_UNMEASURED = [(op, d) for op, d in OPS["a5"] if op in ("TRSQRT", "TDIV")]
+A5_CONVERSIONS = sorted(convert_rows())  # (source, destination) pairs A5 lowers
 
 
 @st.composite
@@ -91,6 +93,10 @@ def groups(draw, arch, max_rows=300, max_shapes=6, ops=None):
     op, dtype = draw(st.sampled_from(ops or OPS[arch]))
     bits = BITS[dtype]
     params = {"static_valid": draw(st.booleans())}
+    if op == "TCVT":
+        params["dst_dtype"] = draw(st.sampled_from([d for s, d in A5_CONVERSIONS if s == dtype]))
+        params["round_mode"] = draw(st.sampled_from(["none", "rint", "floor", "trunc"]))
+        params["saturation"] = draw(st.sampled_from(["on", "off"]))
     if arch == "a2a3" and draw(st.integers(0, 3)) == 0:
         params["in_place"] = True
     if op == "TRECIP" and arch == "a5" and dtype in ("f16", "f32"):
@@ -221,17 +227,21 @@ def test_a2a3_closed_form_equals_the_plan_path(group):
     _check_group(group, "formula", IntrinsicModel)
 
 
-@given(st.one_of(groups("a5", ops=A5_FITTED), groups("a5")))
+CONVERSION_OPS = sorted({("TCVT", s) for s, _ in A5_CONVERSIONS})
+
+
+@given(st.one_of(groups("a5", ops=A5_FITTED), groups("a5"), groups("a5", ops=CONVERSION_OPS)))
 def test_a5_formula_closed_form_equals_the_plan_path(group):
     _check_group(group, "formula", A5FormulaModel)
 
 
-@given(groups("a5", max_rows=40, max_shapes=3))
+@given(st.one_of(groups("a5", max_rows=40, max_shapes=3), groups("a5", ops=CONVERSION_OPS, max_rows=40, max_shapes=3)))
 def test_a5_pipeline_cycles_for_equals_the_plan_path(group):
     _check_group(group, "pipeline", PipelineModel)
 
 
-@given(st.one_of(groups("a5", ops=A5_UNMEASURED, max_rows=40, max_shapes=3), groups("a5", max_rows=40, max_shapes=2)))
+@given(st.one_of(groups("a5", ops=A5_UNMEASURED, max_rows=40, max_shapes=3), groups("a5", max_rows=40, max_shapes=2),
+                 groups("a5", ops=CONVERSION_OPS, max_rows=40, max_shapes=2)))
 def test_a5_anchored_closed_form_equals_the_plan_path(group):
     # the pipeline plus the anchors' correction, each anchor (a measured op on the row's tiles) priced in closed
     # form; a row where an anchor would not fit the unified buffer goes to the per-request path, which leaves it out

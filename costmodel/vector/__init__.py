@@ -5,15 +5,15 @@ valid cols) vary. For the families below the cost of every legal strategy is a c
 arrays, so a group is costed without lowering a plan per row:
 
 * A2/A3 unary, binary and binary-scalar ops (`a2a3.py`): the formula model's features counted per emission mode;
-* A5 unary, binary and binary-scalar ops (`a5.py`): the VF program's trip counts (chunks C, rows R) per loop form,
-  priced by the A5 formula or by the pipeline model's vectorised `cycles_for`.
+* A5 unary, binary and binary-scalar ops and conversions (`a5.py`): the VF program's trip counts (chunks C, rows R)
+  per loop form, priced by the A5 formula or by the pipeline model's vectorised `cycles_for`.
 
 Everything constant within a group (elements per repeat, the intrinsic steps and their classes, the dispatch
 result for a contiguous and a strided request, the lowered program of each structure) is read from the lowering
 code run on a representative request, so the lowering stays the one source of truth; the shape rules that vary
 per row are restated over arrays and checked against the plan path by tests/test_sweep_vector.py.
 
-Anything else — other families (reductions, data movement, expand, partial, block reduce, conversions, TSEL),
+Anything else — other families (reductions, data movement, expand, partial, block reduce, A2/A3 conversions, TSEL),
 scalar loops, `@hook` sequences, other models, rows whose request would be rejected — is left to the sweep's
 per-request fallback: `closed_form` returns None for a whole group, or marks single rows in `Block.fallback`.
 """
@@ -30,6 +30,8 @@ from ..lower.alloc import aligned, overflow_message
 from ..request import Request
 
 VECTOR_FAMILIES = ("unary", "binary", "binary_scalar")
+# A5 conversions run the same loop forms over their EPR (costmodel.md §3 step 3), one source and one destination
+ARCH_FAMILIES = {"a5": ("convert",)}
 REP_SHAPE = (2, 256)  # a representative request: 256 columns are a whole number of 32-byte rows for every dtype
 
 
@@ -94,7 +96,7 @@ def closed_form(make: MakeRequest, shapes: Shapes, models) -> Block | None:
         rep = make(REP_SHAPE[0], REP_SHAPE[1], REP_SHAPE[0], REP_SHAPE[1])
     except PtoCostError:
         return None
-    if rep.family not in VECTOR_FAMILIES or not _uniform(rep):
+    if rep.family not in VECTOR_FAMILIES + ARCH_FAMILIES.get(rep.arch, ()) or not _uniform(rep):
         return None
     if rep.arch == "a2a3":
         from .a2a3 import prepare

@@ -1,4 +1,5 @@
-"""A5 unary, binary and binary-scalar groups in closed form: VF trip counts per loop form over arrays of shapes.
+"""A5 unary, binary, binary-scalar and conversion groups in closed form: VF trip counts per loop form over arrays
+of shapes.
 
 An elementwise VF program (lower/a5/vf.py, forms.py; costmodel.md §7) executes, for valid region vr x vc and EPR
 elements per register,
@@ -7,6 +8,8 @@ elements per register,
 * 2D forms: R = vr rows of ceil(vc / EPR) chunks, C = R·ceil(vc / EPR) (post-update: floor(vc / EPR) full
   chunks plus one tail chunk per row).
 
+A conversion walks the same loops over its own EPR (costmodel.md §3 step 3: the source's elements per vector, with
+overrides per type pair and 1D/2D form), which the lowering of the representative request gives per form.
 A 1D form needs the valid region to be one contiguous run (vc == cols or a single valid row); the default form is
 the dispatch table's answer for a static-contiguous or a strided request (data/a5_dispatch.csv). Both answers,
 the legality of each form in both cases, the EPR and the lowered programs come from the lowering code run on
@@ -303,7 +306,6 @@ def prepare(rep: Request, make, models) -> Prepared | None:
         return Prepared(rep, make, (), (), note, (), (0, 0), buffers, a.dst.static_valid, None)
     table = (formula_model.table or shipped()) if formula_model is not None else None
     anchor_table = anchored.table if anchored is not None else None
-    sig = body_signature(plan_a)
     forms = []
     try:
         for s in names:
@@ -311,6 +313,8 @@ def prepare(rep: Request, make, models) -> Prepared | None:
             if f.legal_contiguous or f.legal_strided:
                 src = a if f.legal_contiguous else b
                 f.epr = vf.segments(src, s)[0].kernel.epr
+                # the body per form: a conversion's 2D chunk can hold more source vectors than its 1D one (§3 step 3)
+                sig = body_signature(lower_request(src, s))
                 found = lookup(table, key_of(src, s), sig) if table is not None else None
                 if found is not None:
                     f.params, f.model = (found[0], found[1]), formula_model.name
