@@ -2,10 +2,10 @@
 `best` and `note` out (DESIGN.md §2).
 
 Rows are grouped by everything but their shape (op, dtypes, arch, op parameters). A group whose family has a
-closed form (`costmodel.vector`: A2/A3 and A5 unary, binary and binary-scalar ops, A5 conversions) is costed with numpy over
-its shape arrays — every legal strategy of every row, no plan per row. Every other group, and the rows a closed
-form does not cover, take the per-request path: each distinct request is lowered and costed once (strategy by
-strategy) and merged back. Both paths fill the same per-row table (strategy -> cycles and model, default
+closed form (`costmodel.vector`: A2/A3 and A5 unary, binary and binary-scalar ops, A5 conversions and TSEL) is
+costed with numpy over its shape arrays — every legal strategy of every row, no plan per row. Every other group,
+and the rows a closed form does not cover, take the per-request path: each distinct request is lowered and costed
+once (strategy by strategy) and merged back. Both paths fill the same per-row table (strategy -> cycles and model, default
 strategy), so the output does not depend on the path taken.
 
 Per row: `strategy` `default` gives the default strategy's row, `all` one row per legal strategy (the default

@@ -85,6 +85,7 @@ A5_FITTED = [(op, d) for op, d in OPS["a5"] if op in _a5_fitted()]
 # priced by the anchored pipeline under `auto`: no formula parameters of their own nor of a sibling body
 A5_UNMEASURED = [(op, d) for op, d in OPS["a5"] if op in ("TRSQRT", "TDIV")]
 A5_CONVERSIONS = sorted(convert_rows())  # (source, destination) pairs A5 lowers
+A5_SELECTS = [("TSEL", d) for d in catalog().set_index("name").loc["TSEL", "a5_dtypes"].split()]
 
 
 @st.composite
@@ -230,18 +231,21 @@ def test_a2a3_closed_form_equals_the_plan_path(group):
 CONVERSION_OPS = sorted({("TCVT", s) for s, _ in A5_CONVERSIONS})
 
 
-@given(st.one_of(groups("a5", ops=A5_FITTED), groups("a5"), groups("a5", ops=CONVERSION_OPS)))
+@given(st.one_of(groups("a5", ops=A5_FITTED), groups("a5"), groups("a5", ops=CONVERSION_OPS),
+                 groups("a5", ops=A5_SELECTS)))
 def test_a5_formula_closed_form_equals_the_plan_path(group):
     _check_group(group, "formula", A5FormulaModel)
 
 
-@given(st.one_of(groups("a5", max_rows=40, max_shapes=3), groups("a5", ops=CONVERSION_OPS, max_rows=40, max_shapes=3)))
+@given(st.one_of(groups("a5", max_rows=40, max_shapes=3), groups("a5", ops=CONVERSION_OPS, max_rows=40, max_shapes=3),
+                 groups("a5", ops=A5_SELECTS, max_rows=40, max_shapes=3)))
 def test_a5_pipeline_cycles_for_equals_the_plan_path(group):
     _check_group(group, "pipeline", PipelineModel)
 
 
 @given(st.one_of(groups("a5", ops=A5_UNMEASURED, max_rows=40, max_shapes=3), groups("a5", max_rows=40, max_shapes=2),
-                 groups("a5", ops=CONVERSION_OPS, max_rows=40, max_shapes=2)))
+                 groups("a5", ops=CONVERSION_OPS, max_rows=40, max_shapes=2),
+                 groups("a5", ops=A5_SELECTS, max_rows=40, max_shapes=2)))
 def test_a5_anchored_closed_form_equals_the_plan_path(group):
     # the pipeline plus the anchors' correction, each anchor (a measured op on the row's tiles) priced in closed
     # form; a row where an anchor would not fit the unified buffer goes to the per-request path, which leaves it out
@@ -251,12 +255,13 @@ def test_a5_anchored_closed_form_equals_the_plan_path(group):
     _check_group(group, "anchored", AnchoredPipeline, three_tiles_overflow)
 
 
-@pytest.mark.parametrize("op", ["TADD", "TMINS"])
+@pytest.mark.parametrize("op", ["TADD", "TMINS", "TSEL"])
 def test_a5_pipeline_every_2d_post_update_structure(op):
     # 2D post-update programs differ in loop structure: a full-chunk loop or not, a tail chunk or not, a pointer
-    # adjustment at the row end or not (f32: 64 elements per chunk); one group holds all six, rows 3 and 30
+    # adjustment at the row end or not (f32: 64 elements per chunk; a TSEL mask adjusts its own pointer unless its
+    # 32-byte padded rows hold exactly the chunks walked: 256 columns); one group holds them all, rows 3 and 30
     shapes = [(r, c, r, vc) for r in (3, 30) for c, vc in ((64, 64), (128, 64), (64, 40), (128, 40), (128, 100),
-                                                           (256, 100))]
+                                                           (256, 100), (256, 256), (512, 256))]
     group = ("a5", op, "f32", {"static_valid": False, "vf_impl_kind": "VFIMPL_2D_POST_UPDATE"}, shapes)
     assert _check_group(group, "pipeline", PipelineModel) == len(shapes)
 

@@ -5,15 +5,16 @@ valid cols) vary. For the families below the cost of every legal strategy is a c
 arrays, so a group is costed without lowering a plan per row:
 
 * A2/A3 unary, binary and binary-scalar ops (`a2a3.py`): the formula model's features counted per emission mode;
-* A5 unary, binary and binary-scalar ops and conversions (`a5.py`): the VF program's trip counts (chunks C, rows R)
-  per loop form, priced by the A5 formula or by the pipeline model's vectorised `cycles_for`.
+* A5 unary, binary and binary-scalar ops, conversions and TSEL (`a5.py`): the VF program's trip counts (chunks C,
+  rows R) per loop form, priced by the A5 formula or by the pipeline model's vectorised `cycles_for`.
 
 Everything constant within a group (elements per repeat, the intrinsic steps and their classes, the dispatch
 result for a contiguous and a strided request, the lowered program of each structure) is read from the lowering
 code run on a representative request, so the lowering stays the one source of truth; the shape rules that vary
 per row are restated over arrays and checked against the plan path by tests/test_sweep_vector.py.
 
-Anything else — other families (reductions, data movement, expand, partial, block reduce, A2/A3 conversions, TSEL),
+Anything else — other families (reductions, data movement, expand, partial, block reduce, A2/A3 conversions and
+TSEL),
 scalar loops, `@hook` sequences, other models, rows whose request would be rejected — is left to the sweep's
 per-request fallback: `closed_form` returns None for a whole group, or marks single rows in `Block.fallback`.
 """
@@ -30,8 +31,12 @@ from ..lower.alloc import aligned, overflow_message
 from ..request import Request
 
 VECTOR_FAMILIES = ("unary", "binary", "binary_scalar")
-# A5 conversions run the same loop forms over their EPR (costmodel.md §3 step 3), one source and one destination
-ARCH_FAMILIES = {"a5": ("convert",)}
+# A5 conversions run the same loop forms over their EPR (costmodel.md §3 step 3), one source and one destination;
+# TSEL the binary loops plus a mask of one bit per element
+ARCH_FAMILIES = {"a5": ("convert", "compare_select")}
+# a buffer's (bits, const) for the TSEL mask: one bit per element of a rows x cols tile, each row padded to a
+# 32-byte block (operands.py _mask_tile)
+MASK_BUFFER = (-1, 0)
 REP_SHAPE = (2, 256)  # a representative request: 256 columns are a whole number of 32-byte rows for every dtype
 
 
@@ -134,9 +139,9 @@ def closed_form(make: MakeRequest, shapes: Shapes, models) -> Block | None:
 
 def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows: np.ndarray,
               cache: dict | None = None) -> Errors | None:
-    """The allocator's error for the given rows, whose buffers (name, bits per element of a rows x cols tile, or 0
-    and a constant byte size) exceed the unified buffer (lower/alloc.py); one message per distinct tile size,
-    kept in `cache` (size -> message) across the chunks of a group."""
+    """The allocator's error for the given rows, whose buffers (name, and bits and bytes as in `ub_need`) exceed the
+    unified buffer (lower/alloc.py); one message per distinct tile size (per tile shape where a mask's rows are
+    padded), kept in `cache` (size -> message) across the chunks of a group."""
     from ..arch import constants
 
     if not len(rows):
@@ -144,18 +149,32 @@ def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows
     c = constants(arch)
     align, limit = c.ub_align_bytes, c.ub_bytes
     cache = {} if cache is None else cache
-    numel = shapes.rows[rows].astype(np.int64) * shapes.cols[rows]
-    sizes, code = np.unique(numel, return_inverse=True)
+    r, k = shapes.rows[rows].astype(np.int64), shapes.cols[rows].astype(np.int64)
+    # the sizes depend on rows x cols alone, or (a mask's padded rows) on both
+    shaped = any((b, cst) == MASK_BUFFER for _, b, cst in named)
+    keys, code = np.unique(np.stack([r, k], 1) if shaped else r * k, axis=0 if shaped else None, return_inverse=True)
     messages = []
-    for size in sizes.tolist():
+    for key in keys.tolist():
+        size = tuple(key) if shaped else key
         msg = cache.get(size)
         if msg is None:
-            used = [(name, (size * bits + 7) // 8 if bits else const) for name, bits, const in named]
+            rc = (np.array([size[0]]), np.array([size[1]])) if shaped else (np.array([size]), np.array([1]))
+            used = [(name, int(buffer_bytes(bits, const, *rc)[0])) for name, bits, const in named]
             need = sum(aligned(nbytes, align) for _, nbytes in used)
             same_first = len(named) > 1 and named[0][1] == named[1][1] > 0  # both rows x cols tiles of one width
             msg = cache[size] = overflow_message(arch, used, need, limit, same_first)
         messages.append(msg)
     return Errors(np.asarray(rows, dtype=np.int64), code.ravel(), messages)
+
+
+def buffer_bytes(bits: int, const: int, rows, cols) -> np.ndarray:
+    """Bytes of one buffer over arrays of tile rows and cols: `bits` per element of a rows x cols tile, the TSEL
+    mask (MASK_BUFFER), or `const` bytes."""
+    if bits > 0:
+        return cdiv(rows * cols * bits, 8)
+    if (bits, const) == MASK_BUFFER:
+        return rows * (cdiv(cdiv(cols, 8), 32) * 32)
+    return np.broadcast_to(const, np.shape(rows))
 
 
 def best_of(cycles: np.ndarray, default: np.ndarray, best: np.ndarray, dval: np.ndarray) -> None:
@@ -178,10 +197,11 @@ def best_of(cycles: np.ndarray, default: np.ndarray, best: np.ndarray, dval: np.
 
 
 def _uniform(req: Request) -> bool:
-    """Whether every operand tile has dst's static shape, valid region, layout and static-valid flag."""
+    """Whether every operand tile has dst's static shape, valid region, layout and static-valid flag (a TSEL mask:
+    the one make_request derives from dst, operands.py _mask_tile)."""
     d = req.dst
     return all((t.shape, t.valid, t.layout, t.static_valid) == (d.shape, d.valid, "row_major", d.static_valid)
-               for _, t in req.tiles)
+               for n, t in req.tiles if n != "mask")
 
 
 def screen(arch: str, rep: Request, named: list[tuple[str, int, int]], shapes: Shapes, out, messages: dict,
@@ -220,22 +240,22 @@ def request_ok(req: Request, shapes: Shapes) -> np.ndarray:
     """
     rows, cols, vr, vc = shapes
     ok = (vr >= 1) & (vc >= 1) & (vr <= rows) & (vc <= cols)
-    for bits in {t.dtype.bits for _, t in req.tiles}:
+    for bits in {t.dtype.bits for n, t in req.tiles if n != "mask"}:  # a mask's rows are padded (_mask_tile)
         ok &= fmod(cols * bits, 256) == 0  # a row-major row is a whole number of 32-byte blocks (tiles.py)
     return ok
 
 
 def ub_need(buffers: list[tuple[int, int]], shapes: Shapes, align: int) -> np.ndarray:
-    """Bytes of unified buffer the allocator uses: per buffer (bits per element of a rows x cols tile, or 0 and a
-    constant byte size), rounded up to `align` bytes and summed (lower/alloc.py)."""
+    """Bytes of unified buffer the allocator uses: per buffer (bits per element of a rows x cols tile, 0 and a
+    constant byte size, or MASK_BUFFER), rounded up to `align` bytes and summed (lower/alloc.py)."""
     numel = shapes.rows * shapes.cols
     need = 0
-    for bits in sorted({b for b, _ in buffers if b}):
+    for bits in sorted({b for b, _ in buffers if b > 0}):
         count = sum(1 for b, _ in buffers if b == bits)
         need = need + count * cdiv(cdiv(numel * bits, 8), align) * align
     for bits, const in buffers:
-        if not bits:
-            need = need + aligned(const, align)
+        if bits <= 0:
+            need = need + cdiv(buffer_bytes(bits, const, shapes.rows, shapes.cols), align) * align
     return np.broadcast_to(need, numel.shape)
 
 

@@ -1,5 +1,5 @@
-"""A5 unary, binary, binary-scalar and conversion groups in closed form: VF trip counts per loop form over arrays
-of shapes.
+"""A5 unary, binary, binary-scalar, conversion and TSEL groups in closed form: VF trip counts per loop form over
+arrays of shapes.
 
 An elementwise VF program (lower/a5/vf.py, forms.py; costmodel.md §7) executes, for valid region vr x vc and EPR
 elements per register,
@@ -10,6 +10,10 @@ elements per register,
 
 A conversion walks the same loops over its own EPR (costmodel.md §3 step 3: the source's elements per vector, with
 overrides per type pair and 1D/2D form), which the lowering of the representative request gives per form.
+TSEL walks the binary loops plus its mask of one bit per element, whose rows are padded to 32 bytes: a 1D form
+needs those rows to hold exactly cols bits (cols a multiple of 256), the mask's pointer has its own row-end
+adjustment in 2D post-update, and a 32-bit TSEL in 1D is priced by the formula of its even or odd program by the
+parity of its trip count (costmodel.md §3 step 6).
 A 1D form needs the valid region to be one contiguous run (vc == cols or a single valid row); the default form is
 the dispatch table's answer for a static-contiguous or a strided request (data/a5_dispatch.csv). Both answers,
 the legality of each form in both cases, the EPR and the lowered programs come from the lowering code run on
@@ -32,6 +36,7 @@ from ..errors import PtoCostError
 from ..isa_a5 import VfProgram
 from ..lower import lower as lower_request
 from ..lower.a5 import dispatch, vf
+from ..lower.a5.dispatch import SELECT_VARIANTS
 from ..lower.alloc import buffers_end
 from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request
 from ..models.a5_features import body_signature
@@ -42,6 +47,7 @@ from ..models.auto import FormulaThenPipeline
 from ..models.params import shipped
 from ..request import Request
 from . import (
+    MASK_BUFFER,
     Block,
     Shapes,
     cdiv,
@@ -111,24 +117,30 @@ def formula(p: dict, d: dict, strategy: str, epr: int, sh: Shapes, cache: dict |
     return hit[2][R * hit[1] + per_row]
 
 
-def structure(strategy: str, epr: int, sh: Shapes) -> np.ndarray:
-    """A code per row that is equal for rows whose programs differ only in trip counts."""
+def structure(strategy: str, epr: int, sh: Shapes, mask: bool = False) -> np.ndarray:
+    """A code per row that is equal for rows whose programs differ only in trip counts (with `mask`, a TSEL mask's
+    own pointer adjustment: its rows are padded to 32 bytes)."""
     if strategy != "2d-post-update":
         return np.zeros(len(sh.vr), dtype=np.int64)
     full, tail = np.divmod(sh.vc, epr)
-    delta = sh.cols - -(-sh.vc // epr) * epr  # pointer adjustment at the row end (omitted when zero)
-    return (full > 0) + 2 * (tail > 0) + 4 * (delta != 0)
+    walked = -(-sh.vc // epr) * epr
+    delta = sh.cols - walked  # pointer adjustment at the row end (omitted when zero)
+    code = (full > 0) + 2 * (tail > 0) + 4 * (delta != 0)
+    if mask:
+        code = code + 8 * (cdiv(cdiv(sh.cols, 8), 32) * 256 != walked)
+    return code
 
 
 def _roles(prog: VfProgram) -> dict[str, int]:
     return {lp.role: lp.trip for lp in prog.loops() if lp.role in SHAPE_ROLES}
 
 
-def _pipeline(pipe: PipelineModel, make, strategy: str, epr: int, sh: Shapes) -> tuple[np.ndarray, np.ndarray]:
+def _pipeline(pipe: PipelineModel, make, strategy: str, epr: int, sh: Shapes,
+              mask: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(cycles, covered) of every row by `cycles_for` on one program per loop structure."""
     out = np.full(len(sh.vr), np.nan)
     covered = np.zeros(len(sh.vr), dtype=bool)
-    code = structure(strategy, epr, sh)
+    code = structure(strategy, epr, sh, mask)
     t = trips(strategy, epr, sh)
     for c in np.unique(code).tolist():
         sel = np.flatnonzero(code == c)
@@ -159,6 +171,7 @@ class Anchor:
     op: str
     params: tuple                     # (P, D) of its own A5 formula key
     buffers: tuple[tuple[int, int], ...]
+    epr: int                          # its own elements per chunk (a conversion's can differ, §3 step 3)
 
 
 @dataclass
@@ -172,6 +185,7 @@ class Form:
     params: tuple | None = None   # (P, D) of the A5 formula, or None: the pipeline model (or not priceable)
     model: str = ""
     anchors: tuple[Anchor, ...] = ()
+    parity: tuple | None = None   # (P, D) of the even and the odd 1D trip count (a 32-bit TSEL's two programs)
 
 
 @dataclass
@@ -189,6 +203,7 @@ class Prepared:
     static_valid: bool
     pipe: PipelineModel | None
     chunk: int | None = None
+    mask: bool = False  # a TSEL mask among the tiles
     messages: dict = field(default_factory=dict)  # UB overflow message per tile size, shared by the chunks
     tables: dict = field(default_factory=dict)  # dense formula tables per strategy, shared by the chunks
 
@@ -202,6 +217,8 @@ class Prepared:
             return errors
         m = len(sh.rows)
         full_cols = sh.vc == sh.cols
+        if self.mask:  # its rows hold exactly cols bits only where the 32-byte padding adds none (one_d_reason)
+            full_cols &= cdiv(cdiv(sh.cols, 8), 32) * 256 == sh.cols
         runtime = full_cols | (sh.vr <= 1)
         static = (full_cols & self.static_valid) | (sh.rows == 1)
         covered = np.ones(m, dtype=bool)
@@ -216,13 +233,17 @@ class Prepared:
             if big:
                 fits = np.all([v <= MAX_TRIP for v in trips(f.name, f.epr, sh).values()], axis=0)
                 covered &= fits if lg is True else ~lg | fits
-            if f.params is not None:
+            if f.parity is not None:
+                even = (cdiv(sh.vr * sh.vc, f.epr) & 1) == 0
+                cyc = np.where(even, *(formula(*p, f.name, f.epr, sh, self.tables.setdefault(("parity", v), {}))
+                                       for p, v in zip(f.parity, SELECT_VARIANTS)))
+            elif f.params is not None:
                 cyc = formula(*f.params, f.name, f.epr, sh, self.tables)
             elif self.pipe is not None:
                 cyc = np.full(m, np.nan)
                 sel = np.flatnonzero(covered if lg is True else lg & covered)
                 if len(sel):
-                    c, cov = _pipeline(self.pipe, self.make, f.name, f.epr, sh.take(sel))
+                    c, cov = _pipeline(self.pipe, self.make, f.name, f.epr, sh.take(sel), self.mask)
                     if f.anchors:
                         corr, fit = self._correction(f, sh.take(sel))
                         c, cov = c + corr, cov & fit
@@ -256,9 +277,9 @@ class Prepared:
             fit = np.flatnonzero(ok)
             if not len(fit):
                 break
-            p, cov = _pipeline(self.pipe, make, f.name, f.epr, sh.take(fit))
+            p, cov = _pipeline(self.pipe, make, f.name, a.epr, sh.take(fit))
             ok[fit] &= cov
-            total[fit] += formula(*a.params, f.name, f.epr, sh.take(fit),
+            total[fit] += formula(*a.params, f.name, a.epr, sh.take(fit),
                                   self.tables.setdefault(("anchor", a.op), {})) - p
         return total / len(f.anchors), ok
 
@@ -266,8 +287,8 @@ class Prepared:
 def _anchors(rep: Request, strategy: str, table) -> tuple[Anchor, ...]:
     """The anchors the per-request path (AnchoredPipeline.correction) uses for `rep` in `strategy`: measured ops whose
     own formula key prices them there."""
-    return tuple(Anchor(a.op, params, tuple((t.dtype.bits, 0) for _, t in a.tiles))
-                 for a, _, params in anchor_plans(rep, strategy, table))
+    return tuple(Anchor(a.op, params, tuple((t.dtype.bits, 0) for _, t in a.tiles), plan.body[0].epr)
+                 for a, plan, params in anchor_plans(rep, strategy, table))
 
 
 CHUNK = 32768  # rows per evaluation of a formula-priced group: the temporaries stay in cache
@@ -296,7 +317,7 @@ def prepare(rep: Request, make, models) -> Prepared | None:
             and dispatch.one_d_reason(b) is not None and tuple(legal_a) == tuple(legal_b)):
         return None
     names = tuple(legal_a)
-    buffers = tuple((t.dtype.bits, 0) for _, t in a.tiles)
+    buffers = tuple(MASK_BUFFER if n == "mask" else (t.dtype.bits, 0) for n, t in a.tiles)
     a_sh = Shapes(*(np.array([v]) for v in (1, 256, 1, 256)))
     end = buffers_end(plan_a.buffers, _A.ub_align_bytes)
     if len(plan_a.buffers) != len(a.tiles) or int(ub_need(list(buffers), a_sh, _A.ub_align_bytes)[0]) != end:
@@ -315,9 +336,15 @@ def prepare(rep: Request, make, models) -> Prepared | None:
                 f.epr = vf.segments(src, s)[0].kernel.epr
                 # the body per form: a conversion's 2D chunk can hold more source vectors than its 1D one (§3 step 3)
                 sig = body_signature(lower_request(src, s))
-                found = lookup(table, key_of(src, s), sig) if table is not None else None
-                if found is not None:
-                    f.params, f.model = (found[0], found[1]), formula_model.name
+                key = key_of(src, s)
+                variants = SELECT_VARIANTS if key["op_params"] in SELECT_VARIANTS else (key["op_params"],)
+                found = [lookup(table, {**key, "op_params": v}, sig) if table is not None else None for v in variants]
+                if len(found) > 1 and all(x is not None for x in found):
+                    f.parity, f.model = tuple((x[0], x[1]) for x in found), formula_model.name
+                elif any(x is not None for x in found) and len(found) > 1:
+                    return None  # one parity priced by the formula, the other not: the per-request path
+                elif found[0] is not None:
+                    f.params, f.model = (found[0][0], found[0][1]), formula_model.name
                 else:
                     if anchor_table is not None:
                         f.anchors = _anchors(src, s, anchor_table)
@@ -325,6 +352,6 @@ def prepare(rep: Request, make, models) -> Prepared | None:
             forms.append(f)
     except PtoCostError:
         return None
-    uses_pipe = any(f.params is None and (f.legal_contiguous or f.legal_strided) for f in forms)
+    uses_pipe = any(f.params is None and f.parity is None and (f.legal_contiguous or f.legal_strided) for f in forms)
     return Prepared(rep, make, names, tuple(f.model for f in forms), "", tuple(forms), (code[da], code[db]), buffers,
-                    a.dst.static_valid, pipe, None if uses_pipe else CHUNK)
+                    a.dst.static_valid, pipe, None if uses_pipe else CHUNK, MASK_BUFFER in buffers)

@@ -82,6 +82,9 @@ def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
     return resolve(req)[0], legal(req)
 
 
+SELECT_VARIANTS = ("TSel_b32_even", "TSel_b32_odd")  # a 32-bit TSEL in 1D by trip-count parity (§3 step 6)
+
+
 def select_variant(req: Request, strategy: str) -> str:
     """Return the program a 32-bit TSEL runs in 1D, which upstream keys by the parity of the 1D trip count
     (costmodel.md §3 steps 4 and 6: TSel_b32_even / TSel_b32_odd), or "" for every other request."""
@@ -89,4 +92,4 @@ def select_variant(req: Request, strategy: str) -> str:
         return ""
     per_vector = constants("a5").vl_bytes * 8 // req.dtype.bits  # elements per vector (costmodel.md §3 step 3)
     inner = -(-req.dst.valid_rows * req.dst.valid_cols // per_vector)
-    return "TSel_b32_even" if inner % 2 == 0 else "TSel_b32_odd"
+    return SELECT_VARIANTS[inner % 2]
