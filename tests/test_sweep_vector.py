@@ -279,14 +279,15 @@ def frames(draw):
     rows = []
     for _ in range(draw(st.integers(1, 4))):
         arch = draw(st.sampled_from(["a2a3", "a5"]))
-        op, dtype = draw(st.sampled_from(OPS[arch]))
-        unit = 256 // BITS[dtype]
+        op, dtype = draw(st.sampled_from(OPS[arch] + (A5_SELECTS + CONVERSION_OPS if arch == "a5" else [])))
+        dst = draw(st.sampled_from([d for s, d in A5_CONVERSIONS if s == dtype])) if op == "TCVT" else ""
+        unit = 256 // min(BITS[dtype], BITS.get(dst, 64))  # whole 32-byte rows of every tile
         scalar = draw(st.sampled_from([np.nan, 2.0])) if op.endswith("S") else np.nan
         sv = draw(st.booleans())
         for _ in range(draw(st.integers(1, 5))):
             r = draw(st.integers(1, 70))
             c = unit * draw(st.integers(1, max(1, 512 // unit)))
-            rows.append({"op": op, "dtype": dtype, "arch": arch, "rows": r, "cols": c,
+            rows.append({"op": op, "dtype": dtype, "dst_dtype": dst, "arch": arch, "rows": r, "cols": c,
                          "valid_rows": draw(st.integers(1, r)), "valid_cols": draw(st.one_of(st.just(c), st.integers(1, c))),
                          "static_valid": sv, "scalar": scalar, "strategy": draw(st.sampled_from(ASKS))})
     return pd.DataFrame(rows)
