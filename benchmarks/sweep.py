@@ -6,8 +6,10 @@ Prints estimates per second and the ratio to each target:
   shapes and valid regions that fit the unified buffer), target >= 10 million estimates/s;
 * pipeline path: `sweep(frame, model="pipeline")` on 100 000 A5 points (same ops and dtypes), a fresh model so
   every simulation is paid for, target >= 20 000 estimates/s;
-* conversions: `sweep(frame)` on 100 000 A5 TCVT points from f32 to four types (closed form, formula or anchored
-  pipeline per pair), no target;
+* conversions: `sweep(frame)` on 100 000 A5 TCVT points from f32 to four measured types (closed form, formula), no
+  target (a pair without formula parameters, such as f32 -> f32, takes the anchored pipeline: the TRSQRT line's speed);
+* selects: `sweep(frame)` on 100 000 A5 TSEL points (f16 and f32: the mask tile, the 32-bit parity variants), no
+  target;
 * anchored path: `sweep(frame)` on 10 000 A5 TRSQRT points (no formula parameters: the pipeline of the point and
   of each measured anchor op, plus each anchor's formula), no target;
 * Dask: `sweep_dask` on the 1 000 000 points against an already running local cluster of 2 workers, wall time
@@ -101,11 +103,17 @@ def main() -> int:
 
     cdf = frame(args.points // 10, [("TCVT", "f32", "a5")], seed=3)
     cols = -(-cdf["cols"] // 32) * 32  # whole 32-byte rows of the 1-byte destination too
-    cdf = cdf.assign(cols=cols, dst_dtype=np.tile(["f16", "bf16", "fp8_e4m3", "f32"], len(cdf))[: len(cdf)])
+    cdf = cdf.assign(cols=cols, dst_dtype=np.tile(["f16", "bf16", "fp8_e4m3", "hif8"], len(cdf))[: len(cdf)])
     secs_c, out_c = timed(lambda: sweep(cdf), args.repeat)
     n_c = int(out_c["cycles"].notna().sum())
-    print(f"conversions (`auto` on TCVT f32 -> f16, bf16, fp8_e4m3, f32): {len(cdf):,} A5 points, {n_c:,} estimates "
+    print(f"conversions (`auto` on TCVT f32 -> f16, bf16, fp8_e4m3, hif8): {len(cdf):,} A5 points, {n_c:,} estimates "
           f"in {secs_c:.3f} s -> {n_c / secs_c:,.0f} estimates/s; models: {out_c['model'].value_counts().to_dict()}")
+
+    sdf = frame(args.points // 10, [("TSEL", dt, "a5") for dt in ("f16", "f32")], seed=4)
+    secs_s, out_s = timed(lambda: sweep(sdf), args.repeat)
+    n_s = int(out_s["cycles"].notna().sum())
+    print(f"selects (`auto` on TSEL f16, f32): {len(sdf):,} A5 points, {n_s:,} estimates in {secs_s:.3f} s -> "
+          f"{n_s / secs_s:,.0f} estimates/s; models: {out_s['model'].value_counts().to_dict()}")
 
     if args.no_dask:
         return 0
