@@ -396,6 +396,28 @@ def test_a5_formula_estimate_states_the_held_out_error_of_its_own_key_only():
         assert not any(n.startswith("typical error") for n in other.notes), (op, dtype, other.notes)
 
 
+def test_anchored_correction_is_shared_by_ops_on_the_same_tiles_but_never_anchors_an_op_on_itself(monkeypatch):
+    import costmodel
+    from costmodel import lower
+    from costmodel.models import a5_anchored
+
+    model = a5_anchored.AnchoredPipeline()
+    calls = []
+    real = a5_anchored.anchor_plans
+    monkeypatch.setattr(a5_anchored, "anchor_plans", lambda *a: calls.append(a[0].op) or real(*a))
+
+    def priced(op, shape="4x128"):
+        plan = lower.lower(costmodel.api.request(op, shape, "f32", "a5"))
+        cycles = model.cost(plan)[0]
+        return cycles - model.pipeline.cost(plan)[0], model.anchors
+
+    rsqrt, div = priced("TRSQRT"), priced("TDIV")
+    assert rsqrt == div and "TADD" in rsqrt[1] and calls == ["TRSQRT"]  # TDIV reused TRSQRT's anchors
+    tadd = priced("TADD")
+    assert "TADD" not in tadd[1] and set(tadd[1]) == set(rsqrt[1]) - {"TADD"} and calls[-1] == "TADD"
+    assert priced("TRSQRT", "4x256")[1] and calls[-1] == "TRSQRT"  # other tiles: computed afresh
+
+
 def test_trecip_without_a_precision_is_the_default_variant():
     # costmodel.md §3 step 6: TRECIP's op_params default to `default`; the variant is part of the formula key
     import costmodel

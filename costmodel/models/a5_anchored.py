@@ -25,6 +25,7 @@ from .params import ParamTable, shipped
 
 ANCHOR_FAMILIES = ("unary", "binary", "binary_scalar")  # one load or two, one store, ops per chunk in between
 CORRECTION = "measured-op correction"
+CORRECTIONS_KEPT = 100_000  # corrections an instance keeps (a sweep's distinct anchor requests)
 
 
 @functools.lru_cache(maxsize=8)
@@ -85,6 +86,7 @@ class AnchoredPipeline:
         self.pipeline = pipeline or PipelineModel()
         self.source = self.source_note = ""
         self.anchors: tuple[str, ...] = ()
+        self._corrections: dict[tuple, tuple[float, tuple[str, ...]]] = {}
 
     @property
     def table(self) -> ParamTable:
@@ -92,12 +94,23 @@ class AnchoredPipeline:
 
     def correction(self, plan: Plan) -> tuple[float, tuple[str, ...]]:
         """Return (mean formula - pipeline cycles of the anchors on the plan's tiles and loop form, their names);
-        (0, ()) when no anchor can be priced there."""
-        diffs, names = [], []
-        for a, p, _ in anchor_plans(plan.request, plan.strategy, self.table):
-            diffs.append(self.formula.cost(p)[0] - self.pipeline.cost(p)[0])
-            names.append(a.op)
-        return (sum(diffs) / len(diffs), tuple(names)) if diffs else (0.0, ())
+        (0, ()) when no anchor can be priced there. Kept per anchor request (everything `anchor_request` reads, and
+        the op itself where it is one of the measured ops it leaves out), so ops priced on the same tiles share it."""
+        req, table = plan.request, self.table
+        d = req.dst
+        key = (id(table), req.op if req.op in _measured_ops(table) else "", req.dtype.name, d.rows, d.cols, d.valid,
+               d.static_valid, plan.strategy)
+        hit = self._corrections.get(key)
+        if hit is None:
+            diffs, names = [], []
+            for a, p, _ in anchor_plans(req, plan.strategy, table):
+                diffs.append(self.formula.cost(p)[0] - self.pipeline.cost(p)[0])
+                names.append(a.op)
+            hit = (sum(diffs) / len(diffs), tuple(names)) if diffs else (0.0, ())
+            if len(self._corrections) >= CORRECTIONS_KEPT:
+                self._corrections.clear()
+            self._corrections[key] = hit
+        return hit
 
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
         """Return (cycles, breakdown): the pipeline's parts plus the anchors' correction."""
