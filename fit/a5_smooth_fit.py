@@ -185,7 +185,8 @@ class SmoothFit:
     def params(self, key: dict[str, str]) -> tuple[dict[str, float], dict[str, float]] | None:
         """Return (P coefficients p0..p5, D coefficients d0..d3 and q) for a key, or None if its body or form is
         unfitted. The loop form's offset is in both starts, so cycles = offset + smooth max of the two bounds."""
-        if body_of(key) not in self.body or key["strategy"][:2] not in self.dispatch or key["strategy"] not in self.offset:
+        strategy = key["strategy"]
+        if body_of(key) not in self.body or strategy[:2] not in self.dispatch or strategy not in self.offset:
             return None
         got = {t: sum(w * self.value(n) for n, w in ws.items()) for t, ws in self.terms(key).items()}
         return ({t: got[t] for t in P_TERMS},

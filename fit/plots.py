@@ -78,7 +78,8 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
             ax.annotate(f"default → {name}" + (f" ({dt})" if df["dtype"].nunique() > 1 else ""), (xv, 1.0),
                         xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right", fontsize=7, color="dimgrey")
     if measured is not None and len(measured):
-        ax.scatter(measured[x], measured["measured_cycles"], marker="x", color="black", s=40, zorder=5, label="measured (at its valid extent)")
+        ax.scatter(measured[x], measured["measured_cycles"], marker="x", color="black", s=40, zorder=5,
+                   label="measured (at its valid extent)")
     _mark_unmodelled(ax, df, x)
     ax.set_xlabel(f"{'columns' if x == 'cols' else 'rows'} (elements)")
     ax.set_ylabel("cycles")

@@ -173,8 +173,13 @@ def buffer_bytes(bits: int, const: int, rows, cols) -> np.ndarray:
     if bits > 0:
         return cdiv(rows * cols * bits, 8)
     if (bits, const) == MASK_BUFFER:
-        return rows * (cdiv(cdiv(cols, 8), 32) * 32)
+        return rows * (mask_row_bits(cols) // 8)
     return np.broadcast_to(const, np.shape(rows))
+
+
+def mask_row_bits(cols):
+    """Bits a TSEL mask row holds: one per element of a `cols`-wide row, padded to a 32-byte block."""
+    return cdiv(cdiv(cols, 8), 32) * 256
 
 
 def best_of(cycles: np.ndarray, default: np.ndarray, best: np.ndarray, dval: np.ndarray) -> None:

@@ -52,6 +52,7 @@ from . import (
     Shapes,
     cdiv,
     fdiv,
+    mask_row_bits,
     narrow_all,
     screen,
     ub_need,
@@ -127,7 +128,7 @@ def structure(strategy: str, epr: int, sh: Shapes, mask: bool = False) -> np.nda
     delta = sh.cols - walked  # pointer adjustment at the row end (omitted when zero)
     code = (full > 0) + 2 * (tail > 0) + 4 * (delta != 0)
     if mask:
-        code = code + 8 * (cdiv(cdiv(sh.cols, 8), 32) * 256 != walked)
+        code = code + 8 * (mask_row_bits(sh.cols) != walked)
     return code
 
 
@@ -218,7 +219,7 @@ class Prepared:
         m = len(sh.rows)
         full_cols = sh.vc == sh.cols
         if self.mask:  # its rows hold exactly cols bits only where the 32-byte padding adds none (one_d_reason)
-            full_cols &= cdiv(cdiv(sh.cols, 8), 32) * 256 == sh.cols
+            full_cols &= mask_row_bits(sh.cols) == sh.cols
         runtime = full_cols | (sh.vr <= 1)
         static = (full_cols & self.static_valid) | (sh.rows == 1)
         covered = np.ones(m, dtype=bool)
