@@ -170,6 +170,10 @@ def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> R
                             block.default[cov], block.models, block.best[cov], block.dval[cov])
             done += len(idx) - len(rest)
         if len(rest):
+            if vectorised and values.get("arch") == "a5":
+                from .vector.a5 import warm_anchored
+
+                warm_anchored(make, sh.take(rest), models)
             done = _per_request(values, idx[rest], sh.take(rest), ask_codes, entries, models, progress, done, n)
         if progress is not None:
             progress(done, n)

@@ -307,6 +307,29 @@ def test_sweep_closed_form_and_per_request_paths_give_the_same_frame(frame):
     assert len(kept) <= len(frame)
 
 
+def test_per_request_anchored_rows_take_their_anchor_corrections_from_the_closed_form(monkeypatch):
+    """Ops without a closed form priced by the anchored pipeline (A5 expands): the anchors' corrections come from
+    the elementwise closed form before the rows are lowered one by one — the same frame as without it, the anchors
+    simulated per request only where the closed form could not price them (here: none)."""
+    import costmodel.vector.a5  # noqa: F401  (bound to the real anchor_plans: only per-request look-ups are counted)
+    from costmodel.models import a5_anchored
+
+    frame = pd.DataFrame([{"op": op, "dtype": "f32", "arch": "a5", "rows": r, "cols": c, "valid_rows": vr,
+                           "valid_cols": c, "strategy": "all"}
+                          for op in ("TROWEXPAND", "TCOLEXPAND") for r, c, vr in
+                          ((1, 256, 1), (8, 128, 8), (16, 320, 9), (64, 1024, 64), (120, 512, 120))])
+    slow = sweep(frame, vectorised=False)
+    calls = []
+    real = a5_anchored.anchor_plans
+    monkeypatch.setattr(a5_anchored, "anchor_plans", lambda *a: calls.append(a[0].op) or real(*a))
+    fast = sweep(frame)
+    pd.testing.assert_frame_equal(fast, slow, **SAME_VALUES)
+    calls = [op for op in calls if op in ("TROWEXPAND", "TCOLEXPAND")]
+    # 120x512: no anchor's three tiles fit the unified buffer, the pipeline alone; 64x1024: the op's neither
+    assert (fast["model"] == "anchored").sum() == 16 and (fast["model"] == "pipeline").sum() == 4
+    assert not calls  # no row's anchors were looked up (and simulated) one request at a time
+
+
 def _no_fallback(monkeypatch):
     import sys
 

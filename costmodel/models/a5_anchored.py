@@ -96,21 +96,26 @@ class AnchoredPipeline:
         """Return (mean formula - pipeline cycles of the anchors on the plan's tiles and loop form, their names);
         (0, ()) when no anchor can be priced there. Kept per anchor request (everything `anchor_request` reads, and
         the op itself where it is one of the measured ops it leaves out), so ops priced on the same tiles share it."""
-        req, table = plan.request, self.table
-        d = req.dst
-        key = (id(table), req.op if req.op in _measured_ops(table) else "", req.dtype.name, d.rows, d.cols, d.valid,
-               d.static_valid, plan.strategy)
-        hit = self._corrections.get(key)
+        hit = self._corrections.get(self._key(plan.request, plan.strategy))
         if hit is None:
             diffs, names = [], []
-            for a, p, _ in anchor_plans(req, plan.strategy, table):
+            for a, p, _ in anchor_plans(plan.request, plan.strategy, self.table):
                 diffs.append(self.formula.cost(p)[0] - self.pipeline.cost(p)[0])
                 names.append(a.op)
             hit = (sum(diffs) / len(diffs), tuple(names)) if diffs else (0.0, ())
-            if len(self._corrections) >= CORRECTIONS_KEPT:
-                self._corrections.clear()
-            self._corrections[key] = hit
+            self.remember(plan.request, plan.strategy, hit)
         return hit
+
+    def remember(self, req: Request, strategy: str, correction: tuple[float, tuple[str, ...]]) -> None:
+        """Keep the correction of `req`'s anchors in `strategy` (computed here, or in closed form by a sweep)."""
+        if len(self._corrections) >= CORRECTIONS_KEPT:
+            self._corrections.clear()
+        self._corrections[self._key(req, strategy)] = correction
+
+    def _key(self, req: Request, strategy: str) -> tuple:
+        table, d = self.table, req.dst
+        return (id(table), req.op if req.op in _measured_ops(table) else "", req.dtype.name, d.rows, d.cols, d.valid,
+                d.static_valid, strategy)
 
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
         """Return (cycles, breakdown): the pipeline's parts plus the anchors' correction."""

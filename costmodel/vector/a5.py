@@ -217,11 +217,14 @@ class Prepared:
         if sh is None:
             return errors
         m = len(sh.rows)
-        full_cols = sh.vc == sh.cols
-        if self.mask:  # its rows hold exactly cols bits only where the 32-byte padding adds none (one_d_reason)
-            full_cols &= mask_row_bits(sh.cols) == sh.cols
+        full_cols = static_cols = sh.vc == sh.cols
+        if self.mask:
+            # 1D walks the mask as one bit stream: its rows must hold exactly cols bits (dispatch.one_d_reason); the
+            # kernel's static test asks only that the mask's valid bytes fill its padded row (dispatch._static)
+            static_cols = full_cols & (cdiv(sh.vc, 8) * 8 == mask_row_bits(sh.cols))
+            full_cols = full_cols & (mask_row_bits(sh.cols) == sh.cols)
         runtime = full_cols | (sh.vr <= 1)
-        static = (full_cols & self.static_valid) | (sh.rows == 1)
+        static = (static_cols & self.static_valid) | (sh.rows == 1)
         covered = np.ones(m, dtype=bool)
         big = int(sh.vr.max()) * int(sh.vc.max()) > MAX_TRIP  # some trip count could exceed 16 bits
         for j, f in enumerate(self.forms):
@@ -266,23 +269,79 @@ class Prepared:
         return errors
 
     def _correction(self, f: Form, sh: Shapes) -> tuple[np.ndarray, np.ndarray]:
-        """(mean formula - pipeline cycles of the form's anchors, rows where every anchor fits the unified buffer and
-        was priced); the per-request path leaves out an anchor that does not fit, so those rows go there."""
-        total = np.zeros(len(sh.vr))
-        ok = np.ones(len(sh.vr), dtype=bool)
-        for a in f.anchors:
-            def make(r, c, vr, vc, op=a.op):
-                return anchor_request(op, self.make(r, c, vr, vc), f.name)
+        return anchor_correction(self.pipe, self.make, f.name, f.anchors, sh, self.tables)
 
-            ok &= ub_need(list(a.buffers), sh, _A.ub_align_bytes) <= _A.ub_bytes
-            fit = np.flatnonzero(ok)
-            if not len(fit):
-                break
-            p, cov = _pipeline(self.pipe, make, f.name, a.epr, sh.take(fit))
-            ok[fit] &= cov
-            total[fit] += formula(*a.params, f.name, a.epr, sh.take(fit),
-                                  self.tables.setdefault(("anchor", a.op), {})) - p
-        return total / len(f.anchors), ok
+
+def anchor_correction(pipe: PipelineModel, make, strategy: str, anchors: tuple[Anchor, ...], sh: Shapes,
+                      tables: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(mean formula - pipeline cycles of the anchors in `strategy` on each row's tiles, rows where every anchor fits
+    the unified buffer and was priced); the per-request path leaves out an anchor that does not fit, so those rows
+    go there. `make` builds the row's own request; `tables` keeps the anchors' dense formula tables."""
+    total = np.zeros(len(sh.vr))
+    ok = np.ones(len(sh.vr), dtype=bool)
+    for a in anchors:
+        def make_anchor(r, c, vr, vc, op=a.op):
+            return anchor_request(op, make(r, c, vr, vc), strategy)
+
+        ok &= ub_need(list(a.buffers), sh, _A.ub_align_bytes) <= _A.ub_bytes
+        fit = np.flatnonzero(ok)
+        if not len(fit):
+            break
+        p, cov = _pipeline(pipe, make_anchor, strategy, a.epr, sh.take(fit))
+        ok[fit] &= cov
+        total[fit] += formula(*a.params, strategy, a.epr, sh.take(fit), tables.setdefault(("anchor", a.op), {})) - p
+    return total / max(len(anchors), 1), ok
+
+
+def warm_anchored(make, sh: Shapes, models) -> None:
+    """Price, in closed form, the anchor corrections the per-request path's anchored model will ask for on these rows
+    (any op's rows: the anchors are measured elementwise ops on the row's tiles) and hand them to the model, which
+    then simulates only the op's own program per strategy. Does nothing where the model has no anchored part or no
+    anchor applies."""
+    from ..lower.a5.forms import STRATEGIES
+
+    try:
+        parts = _models(models.get("a5"))
+        a = make(1, 256, 1, 256)
+    except PtoCostError:
+        return
+    anchored = parts[2] if parts is not None else None
+    if anchored is None or not len(sh.rows):
+        return
+    sh = narrow_all(sh)
+    full = (sh.vc == sh.cols) | (sh.vr <= 1)  # where the anchors' 1D forms are legal (one contiguous run)
+    try:  # an op whose 1D forms need a single row (a broadcast operand changes per row) asks for no more
+        if dispatch.one_d_reason(make(8, 256, 8, 256)) is not None:
+            full &= sh.vr <= 1
+    except PtoCostError:
+        pass
+    table = (parts[0].table or shipped()) if parts[0] is not None else None
+    tables: dict = {}
+    for s in STRATEGIES:
+        try:
+            if table is not None and lookup(table, key_of(a, s), body_signature(lower_request(a, s))) is not None:
+                continue  # the formula prices the op in this form: no anchor is asked for
+            anchors = _anchors(a, s, anchored.table)
+        except PtoCostError:
+            continue
+        rows = np.flatnonzero(full) if s.startswith("1d") else np.arange(len(sh.rows))
+        if not anchors or not len(rows):
+            continue
+        sub = sh.take(rows)
+        # per anchor: its difference where it fits the unified buffer (the per-request path leaves out one that
+        # does not) and was priced; a row where a fitting anchor was not priced is left to the per-request path
+        diffs, fits, ok = [], [], np.ones(len(rows), dtype=bool)
+        for x in anchors:
+            fit = ub_need(list(x.buffers), sub, _A.ub_align_bytes) <= _A.ub_bytes
+            d, priced = anchor_correction(anchored.pipeline, make, s, (x,), sub, tables)
+            ok &= ~fit | priced
+            diffs.append(d), fits.append(fit)
+        D, F = np.array(diffs), np.array(fits)
+        for i in np.flatnonzero(ok).tolist():
+            taken = np.flatnonzero(F[:, i])
+            hit = (float(D[taken, i].sum() / len(taken)), tuple(anchors[j].op for j in taken)) if len(taken) \
+                else (0.0, ())
+            anchored.remember(make(*(int(v[i]) for v in sub)), s, hit)
 
 
 def _anchors(rep: Request, strategy: str, table) -> tuple[Anchor, ...]:
