@@ -5,8 +5,10 @@ Rows are grouped by everything but their shape (op, dtypes, arch, op parameters)
 closed form (`costmodel.vector`: A2/A3 and A5 unary, binary and binary-scalar ops, A5 conversions and TSEL) is
 costed with numpy over its shape arrays — every legal strategy of every row, no plan per row. Every other group,
 and the rows a closed form does not cover, take the per-request path: each distinct request is lowered and costed
-once (strategy by strategy) and merged back. Both paths fill the same per-row table (strategy -> cycles and
-model, default strategy), so the output does not depend on the path taken.
+once (strategy by strategy) and merged back; on A5, where such rows are priced by the anchored pipeline, their
+anchors' corrections (measured elementwise ops on the rows' tiles) come from the elementwise closed form first.
+Both paths fill the same per-row table (strategy -> cycles and model, default strategy), so the output does not
+depend on the path taken.
 
 Per row: `strategy` `default` gives the default strategy's row, `all` one row per legal strategy (the default
 first), a name that strategy's row. A point that cannot be modelled (illegal strategy, tile too big for the
