@@ -114,7 +114,7 @@ class AnchoredPipeline:
 
     def _key(self, req: Request, strategy: str) -> tuple:
         table, d = self.table, req.dst
-        return (id(table), req.op if req.op in _measured_ops(table) else "", req.dtype.name, d.rows, d.cols, d.valid,
+        return (table, req.op if req.op in _measured_ops(table) else "", req.dtype.name, d.rows, d.cols, d.valid,
                 d.static_valid, strategy)
 
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
