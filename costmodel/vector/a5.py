@@ -319,7 +319,7 @@ def warm_anchored(make, sh: Shapes, models) -> None:
     tables: dict = {}
     for s in STRATEGIES:
         try:
-            if table is not None and lookup(table, key_of(a, s), body_signature(lower_request(a, s))) is not None:
+            if table is not None and all(x is not None for x in _formula_params(table, a, s)):
                 continue  # the formula prices the op in this form: no anchor is asked for
             anchors = _anchors(a, s, anchored.table)
         except PtoCostError:
@@ -342,6 +342,16 @@ def warm_anchored(make, sh: Shapes, models) -> None:
             hit = (float(D[taken, i].sum() / len(taken)), tuple(anchors[j].op for j in taken)) if len(taken) \
                 else (0.0, ())
             anchored.remember(make(*(int(v[i]) for v in sub)), s, hit)
+
+
+def _formula_params(table, src: Request, strategy: str) -> list:
+    """Return what the formula table gives `src` in `strategy` (`lookup`: P, D and their source, or None), one entry
+    per program the request may run: a 32-bit TSEL's even and odd 1D programs (by trip parity), else its own. The
+    body is the form's own: a conversion's 2D chunk can hold more source vectors than its 1D one (§3 step 3)."""
+    sig = body_signature(lower_request(src, strategy))
+    key = key_of(src, strategy)
+    variants = SELECT_VARIANTS if key["op_params"] in SELECT_VARIANTS else (key["op_params"],)
+    return [lookup(table, {**key, "op_params": v}, sig) for v in variants]
 
 
 def _anchors(rep: Request, strategy: str, table) -> tuple[Anchor, ...]:
@@ -394,11 +404,7 @@ def prepare(rep: Request, make, models) -> Prepared | None:
             if f.legal_contiguous or f.legal_strided:
                 src = a if f.legal_contiguous else b
                 f.epr = vf.segments(src, s)[0].kernel.epr
-                # the body per form: a conversion's 2D chunk can hold more source vectors than its 1D one (§3 step 3)
-                sig = body_signature(lower_request(src, s))
-                key = key_of(src, s)
-                variants = SELECT_VARIANTS if key["op_params"] in SELECT_VARIANTS else (key["op_params"],)
-                found = [lookup(table, {**key, "op_params": v}, sig) if table is not None else None for v in variants]
+                found = _formula_params(table, src, s) if table is not None else [None]
                 if len(found) > 1 and all(x is not None for x in found):
                     f.parity, f.model = tuple((x[0], x[1]) for x in found), formula_model.name
                 elif any(x is not None for x in found) and len(found) > 1:
