@@ -6,10 +6,11 @@ Prints estimates per second and the ratio to each target:
   shapes and valid regions that fit the unified buffer), target >= 10 million estimates/s;
 * pipeline path: `sweep(frame, model="pipeline")` on 100 000 A5 points (same ops and dtypes), a fresh model so
   every simulation is paid for, target >= 20 000 estimates/s;
-* conversions: `sweep(frame)` on 100 000 A5 TCVT points from f32 to four measured types (closed form, formula), no
-  target (a pair without formula parameters, such as f32 -> f32, takes the anchored pipeline: the TRSQRT line's speed);
-* selects: `sweep(frame)` on 100 000 A5 TSEL points (f16 and f32: the mask tile, the 32-bit parity variants), no
-  target;
+* conversions: `sweep(frame)` on 100 000 TCVT points per arch from f32 to four types (A5: measured pairs; A2/A3:
+  f32 -> i16 converts through an s32 tmp with CTRL writes), closed form, formula, no target (an A5 pair without
+  formula parameters, such as f32 -> f32, takes the anchored pipeline: the TRSQRT line's speed);
+* selects: `sweep(frame)` on 100 000 TSEL points per arch (f16 and f32: the mask tile; on A5 the 32-bit parity
+  variants), no target;
 * anchored path: `sweep(frame)` on 10 000 A5 TRSQRT points (no formula parameters: the pipeline of the point and
   of each measured anchor op, plus each anchor's formula), no target;
 * Dask: `sweep_dask` on the 1 000 000 points against an already running local cluster of 2 workers, wall time
@@ -101,19 +102,18 @@ def main() -> int:
     print(f"anchored path (`auto` on TRSQRT, no formula parameters): {len(adf):,} A5 points, {n_a:,} estimates in "
           f"{secs_a:.2f} s -> {n_a / secs_a:,.0f} estimates/s; models: {out_a['model'].value_counts().to_dict()}")
 
-    cdf = frame(args.points // 10, [("TCVT", "f32", "a5")], seed=3)
-    cols = -(-cdf["cols"] // 32) * 32  # whole 32-byte rows of the 1-byte destination too
-    cdf = cdf.assign(cols=cols, dst_dtype=np.tile(["f16", "bf16", "fp8_e4m3", "hif8"], len(cdf))[: len(cdf)])
-    secs_c, out_c = timed(lambda: sweep(cdf), args.repeat)
-    n_c = int(out_c["cycles"].notna().sum())
-    print(f"conversions (`auto` on TCVT f32 -> f16, bf16, fp8_e4m3, hif8): {len(cdf):,} A5 points, {n_c:,} estimates "
-          f"in {secs_c:.3f} s -> {n_c / secs_c:,.0f} estimates/s; models: {out_c['model'].value_counts().to_dict()}")
-
-    sdf = frame(args.points // 10, [("TSEL", dt, "a5") for dt in ("f16", "f32")], seed=4)
-    secs_s, out_s = timed(lambda: sweep(sdf), args.repeat)
-    n_s = int(out_s["cycles"].notna().sum())
-    print(f"selects (`auto` on TSEL f16, f32): {len(sdf):,} A5 points, {n_s:,} estimates in {secs_s:.3f} s -> "
-          f"{n_s / secs_s:,.0f} estimates/s; models: {out_s['model'].value_counts().to_dict()}")
+    dsts = {"a5": ["f16", "bf16", "fp8_e4m3", "hif8"], "a2a3": ["f16", "bf16", "i16", "i32"]}
+    for arch in ("a5", "a2a3"):
+        cdf = frame(args.points // 10, [("TCVT", "f32", arch)], seed=3)
+        cols = -(-cdf["cols"] // 32) * 32  # whole 32-byte rows of a 1-byte destination too
+        cdf = cdf.assign(cols=cols, dst_dtype=np.tile(dsts[arch], len(cdf))[: len(cdf)])
+        sdf = frame(args.points // 10, [("TSEL", dt, arch) for dt in ("f16", "f32")], seed=4)
+        for what, f in ((f"conversions (`auto` on TCVT f32 -> {', '.join(dsts[arch])})", cdf),
+                        ("selects (`auto` on TSEL f16, f32)", sdf)):
+            secs_c, out_c = timed(lambda f=f: sweep(f), args.repeat)
+            n_c = int(out_c["cycles"].notna().sum())
+            print(f"{what}: {len(f):,} {arch} points, {n_c:,} estimates in {secs_c:.3f} s -> "
+                  f"{n_c / secs_c:,.0f} estimates/s; models: {out_c['model'].value_counts().to_dict()}")
 
     if args.no_dask:
         return 0

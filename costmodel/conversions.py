@@ -55,6 +55,11 @@ def _table() -> dict[tuple[str, str], Conversion]:
     return out
 
 
+def pairs() -> list[tuple[str, str]]:
+    """Return the (src, dst) pairs the A2/A3 table models."""
+    return list(_table())
+
+
 def modelled(src: str, dst: str) -> bool:
     """Whether the table has a conversion model for src -> dst."""
     return (src, dst) in _table()

@@ -20,6 +20,7 @@ from costmodel.models.a2a3_intrinsic import IntrinsicModel
 from costmodel.models.a5_anchored import AnchoredPipeline
 from costmodel.models.a5_formula import A5FormulaModel
 from costmodel.models.a5_pipeline import PipelineModel
+from costmodel.conversions import pairs as a2a3_pairs
 from costmodel.lower.a5.table import convert_rows
 from costmodel.operands import make_request
 from costmodel.sweep import Models, request_kwargs, sweep
@@ -86,6 +87,9 @@ A5_FITTED = [(op, d) for op, d in OPS["a5"] if op in _a5_fitted()]
 A5_UNMEASURED = [(op, d) for op, d in OPS["a5"] if op in ("TRSQRT", "TDIV")]
 A5_CONVERSIONS = sorted(convert_rows())  # (source, destination) pairs A5 lowers
 A5_SELECTS = [("TSEL", d) for d in catalog().set_index("name").loc["TSEL", "a5_dtypes"].split()]
+A2A3_CONVERSIONS = sorted(a2a3_pairs())  # (source, destination) pairs A2/A3 lowers
+A2A3_SELECTS = [("TSEL", d) for d in catalog().set_index("name").loc["TSEL", "a2a3_dtypes"].split()]
+PAIRS = {"a2a3": A2A3_CONVERSIONS, "a5": A5_CONVERSIONS}
 
 
 @st.composite
@@ -95,7 +99,7 @@ def groups(draw, arch, max_rows=300, max_shapes=6, ops=None):
     bits = BITS[dtype]
     params = {"static_valid": draw(st.booleans())}
     if op == "TCVT":
-        params["dst_dtype"] = draw(st.sampled_from([d for s, d in A5_CONVERSIONS if s == dtype]))
+        params["dst_dtype"] = draw(st.sampled_from([d for s, d in PAIRS[arch] if s == dtype]))
         params["round_mode"] = draw(st.sampled_from(["none", "rint", "floor", "trunc"]))
         params["saturation"] = draw(st.sampled_from(["on", "off"]))
     if arch == "a2a3" and draw(st.integers(0, 3)) == 0:
@@ -223,12 +227,25 @@ def test_closed_form_on_the_edges_of_the_mode_rules(arch, op, dtype, static_vali
     assert _check_group((arch, op, dtype, {"static_valid": static_valid}, shapes), *model) > len(shapes) // 4
 
 
-@given(groups("a2a3"))
-def test_a2a3_closed_form_equals_the_plan_path(group):
-    _check_group(group, "formula", IntrinsicModel)
+@pytest.mark.parametrize("op, dtype, params", [
+    ("TCVT", "f16", {"dst_dtype": "f32"}),
+    ("TCVT", "f32", {"dst_dtype": "i16", "saturation": "off"}),  # two vconv steps through an s32 tmp, CTRL writes
+    ("TCVT", "f16", {"dst_dtype": "i8", "saturation": "off"}),   # three steps of two EPRs
+    ("TSEL", "f16", {}), ("TSEL", "f32", {})])
+@pytest.mark.parametrize("static_valid", [False, True])
+def test_a2a3_conversions_and_select_in_closed_form_on_the_edges(op, dtype, params, static_valid):
+    shapes = _edge_shapes(BITS[dtype], static_valid)
+    group = ("a2a3", op, dtype, {"static_valid": static_valid, **params}, shapes)
+    assert _check_group(group, "formula", IntrinsicModel) > len(shapes) // 4
 
 
 CONVERSION_OPS = sorted({("TCVT", s) for s, _ in A5_CONVERSIONS})
+A2A3_CONVERSION_OPS = sorted({("TCVT", s) for s, _ in A2A3_CONVERSIONS})
+
+
+@given(st.one_of(groups("a2a3"), groups("a2a3", ops=A2A3_CONVERSION_OPS), groups("a2a3", ops=A2A3_SELECTS)))
+def test_a2a3_closed_form_equals_the_plan_path(group):
+    _check_group(group, "formula", IntrinsicModel)
 
 
 @given(st.one_of(groups("a5", ops=A5_FITTED), groups("a5"), groups("a5", ops=CONVERSION_OPS),
@@ -279,8 +296,9 @@ def frames(draw):
     rows = []
     for _ in range(draw(st.integers(1, 4))):
         arch = draw(st.sampled_from(["a2a3", "a5"]))
-        op, dtype = draw(st.sampled_from(OPS[arch] + (A5_SELECTS + CONVERSION_OPS if arch == "a5" else [])))
-        dst = draw(st.sampled_from([d for s, d in A5_CONVERSIONS if s == dtype])) if op == "TCVT" else ""
+        extra = A5_SELECTS + CONVERSION_OPS if arch == "a5" else A2A3_SELECTS + A2A3_CONVERSION_OPS
+        op, dtype = draw(st.sampled_from(OPS[arch] + extra))
+        dst = draw(st.sampled_from([d for s, d in PAIRS[arch] if s == dtype])) if op == "TCVT" else ""
         unit = 256 // min(BITS[dtype], BITS.get(dst, 64))  # whole 32-byte rows of every tile
         scalar = draw(st.sampled_from([np.nan, 2.0])) if op.endswith("S") else np.nan
         sv = draw(st.booleans())

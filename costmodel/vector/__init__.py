@@ -4,7 +4,8 @@ A *group* is a set of sweep rows with the same op, dtypes, arch and op parameter
 valid cols) vary. For the families below the cost of every legal strategy is a closed form over those four
 arrays, so a group is costed without lowering a plan per row:
 
-* A2/A3 unary, binary and binary-scalar ops (`a2a3.py`): the formula model's features counted per emission mode;
+* A2/A3 unary, binary and binary-scalar ops, conversions and TSEL (`a2a3.py`): the formula model's features
+  counted per emission mode;
 * A5 unary, binary and binary-scalar ops, conversions and TSEL (`a5.py`): the VF program's trip counts (chunks C,
   rows R) per loop form, priced by the A5 formula or by the pipeline model's vectorised `cycles_for`.
 
@@ -13,9 +14,7 @@ result for a contiguous and a strided request, the lowered program of each struc
 code run on a representative request, so the lowering stays the one source of truth; the shape rules that vary
 per row are restated over arrays and checked against the plan path by tests/test_sweep_vector.py.
 
-Anything else — other families (reductions, data movement, expand, partial, block reduce, A2/A3 conversions and
-TSEL),
-scalar loops, `@hook` sequences, other models, rows whose request would be rejected — is left to the sweep's
+Anything else — other families (reductions, data movement, expand, partial, block reduce), scalar loops, `@hook` sequences, other models, rows whose request would be rejected — is left to the sweep's
 per-request fallback: `closed_form` returns None for a whole group, or marks single rows in `Block.fallback`.
 """
 from __future__ import annotations
@@ -31,9 +30,10 @@ from ..lower.alloc import aligned, overflow_message
 from ..request import Request
 
 VECTOR_FAMILIES = ("unary", "binary", "binary_scalar")
-# A5 conversions run the same loop forms over their EPR (costmodel.md §3 step 3), one source and one destination;
-# TSEL the binary loops plus a mask of one bit per element
-ARCH_FAMILIES = {"a5": ("convert", "compare_select")}
+# conversions run the same loops (A5, costmodel.md §3 step 3) or emission modes (A2/A3, the unary rule of §6) as a
+# unary op, one source and one destination; TSEL the binary loops (A5) or counter-mode calls (A2/A3) plus a mask of
+# one bit per element
+ARCH_FAMILIES = {"a5": ("convert", "compare_select"), "a2a3": ("convert", "compare_select")}
 # a buffer's (bits, const) for the TSEL mask: one bit per element of a rows x cols tile, each row padded to a
 # 32-byte block (operands.py _mask_tile)
 MASK_BUFFER = (-1, 0)

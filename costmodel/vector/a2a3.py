@@ -1,4 +1,5 @@
-"""A2/A3 unary, binary and binary-scalar groups in closed form: formula-model features over arrays of shapes.
+"""A2/A3 unary, binary, binary-scalar, conversion and TSEL groups in closed form: formula-model features over arrays
+of shapes.
 
 For every emission mode of lower/a2a3/modes.py this module counts what `plan_features`
 (models/a2a3_intrinsic.py) would count on the plan of each row — per step a head and a tail of its intrinsic class,
@@ -8,7 +9,8 @@ adds them, so the cycles are the same floats. The default mode and each mode's l
 lower/a2a3/elementwise.py decides them per request) are numpy masks.
 
 Read from the lowering code on the group's representative request (one source of truth): the lowering row and its
-named alternatives, their mode-rule EPR (`elementwise.epr_of`), the built steps (intrinsic, compute dtype, EPR,
+named alternatives, their mode-rule EPR (`elementwise.epr_of`); a conversion's chain of vconv steps, its CTRL
+writes and the EPRs of its mode rules (lower/a2a3/convert.py); TSEL's vsel step (lower/a2a3/select.py); the built steps (intrinsic, compute dtype, EPR,
 `as=` lane ratio, operand buffers and row strides), the buffers the allocator places, the arch constants. What this
 module restates are the per-mode counts and decision rules over arrays; tests/test_sweep_vector.py compares them
 with the plan path under hypothesis.
@@ -27,11 +29,11 @@ import numpy as np
 
 from ..arch import constants
 from ..errors import PtoCostError
-from ..isa_a2a3 import FULL_MASK, Addr, continuous_mask
-from ..lower.a2a3 import elementwise, modes, sequence
+from ..isa_a2a3 import FULL_MASK, Addr, SetSaturation, continuous_mask
+from ..lower.a2a3 import convert, elementwise, modes, select, sequence
 from ..lower.a2a3.steps import LoopStep, build_one, lane_ratio
 from ..lower.a2a3.table import LoweringRow, alternatives, lowering_row
-from ..lower.alloc import buffers_end
+from ..lower.alloc import allocate, buffers_end
 from ..models.a2a3_intrinsic import (
     BINARY_ALU,
     IntrinsicModel,
@@ -42,11 +44,13 @@ from ..models.a2a3_intrinsic import (
 from ..models.params import shipped
 from ..request import Request
 from . import (
+    MASK_BUFFER,
     Block,
     Shapes,
     cdiv,
     fdiv,
     fmod,
+    mask_row_bits,
     narrow_all,
     screen,
     ub_need,
@@ -92,13 +96,18 @@ class RowForm:
     p_mode: float
     p_mask: float
     p_barrier: float
+    ctrl: float = 0.0                    # the CTRL writes (saturation off and back on), priced
+    legal_eprs: tuple[int, ...] = ()     # the EPRs whose mode rules must all hold (a conversion's steps)
 
 
-def _step_form(rep: Request, spec, streams, bufs, blocks) -> StepForm | None:
-    step = build_one(spec, streams, rep.param("scalar"))
+def _step_form(rep: Request, step, ratio: Fraction, bufs, blocks) -> StepForm | None:
+    """The StepForm of a built vector step; None for a scalar loop, a scalar read from UB, or an operand whose rows
+    are not dst's (a TSEL mask excepted: its rows only matter to binary-ALU stride checks, which vsel does not
+    pay)."""
     if isinstance(step, LoopStep) or isinstance(step.scalar, Addr):
         return None
     by_name = {b.name: b for b in bufs}
+    cls = cost_class(step.intrinsic)
     row_bits, row_const = [], []
     for s in step.streams:
         tile = by_name[s.buf].tile
@@ -108,13 +117,15 @@ def _step_form(rep: Request, spec, streams, bufs, blocks) -> StepForm | None:
         elif tile.cols == rep.dst.cols and s.row_bytes == tile.cols * tile.dtype.bits // 8 and not s.broadcast:
             row_bits.append(tile.dtype.bits)
             row_const.append(0)
+        elif s.buf == "mask" and cls not in BINARY_ALU:
+            row_bits.append(0)
+            row_const.append(0)
         else:
             return None
     bits = max(step.dtype.bits, step.dst_dtype.bits if step.dst_dtype else 0)
-    cls = cost_class(step.intrinsic)
     block = _A.block_bytes // step.dst.esize if step.dst.buf in blocks else 0
-    return StepForm(cls, step.dtype.name, step.epr, COUNT_BITS // bits, cls in BINARY_ALU, lane_ratio(spec, streams),
-                    block, tuple(row_bits), tuple(row_const))
+    return StepForm(cls, step.dtype.name, step.epr, COUNT_BITS // bits, cls in BINARY_ALU, ratio, block,
+                    tuple(row_bits), tuple(row_const))
 
 
 def _row_form(rep: Request, row: LoweringRow, table) -> RowForm | None:
@@ -122,9 +133,35 @@ def _row_form(rep: Request, row: LoweringRow, table) -> RowForm | None:
         return None
     specs, bufs, streams = sequence.check(rep, row)
     blocks = {name for name, spec in row.scratch if spec == sequence.BLOCK_SCRATCH}
+    steps = [(build_one(sp, streams, rep.param("scalar")), lane_ratio(sp, streams)) for sp in specs]
+    return _form(rep, row.rule, elementwise.epr_of(rep, row), steps, bufs, blocks, table)
+
+
+def _convert_form(rep: Request, table) -> RowForm | None:
+    """A conversion: its chain of vconv steps issued in one unary mode (lower/a2a3/convert.py), CTRL writes around
+    the non-saturating steps."""
+    steps, scratch = convert.chain(rep)
+    bufs = allocate("a2a3", list(rep.tiles), scratch)
+    eprs = sorted({st.epr for st, _ in steps})
+    plan = convert.lower(rep, convert.strategies(rep)[0])  # its CTRL writes do not depend on the mode or shape
+    ctrl = sum(isinstance(ins, SetSaturation) for ins in plan.body)
+    return _form(rep, "unary", eprs[0], [(st, Fraction(1)) for st, _ in steps], bufs, set(), table, ctrl=ctrl,
+                 legal_eprs=tuple(eprs))
+
+
+def _select_form(rep: Request, table) -> RowForm | None:
+    """TSEL: one vsel through the packed mask (lower/a2a3/select.py)."""
+    step, bufs = select.step(rep)
+    return _form(rep, "select", step.epr, [(step, Fraction(1))], bufs, set(), table)
+
+
+def _form(rep: Request, rule: str, epr: int, built, bufs, blocks, table, *, ctrl: int = 0,
+          legal_eprs: tuple[int, ...] = ()) -> RowForm | None:
+    """The RowForm of built steps [(step, `as=` lane ratio)] over the allocated buffers; None where a step or a
+    buffer is not one the closed forms count."""
     steps = []
-    for sp in specs:
-        st = _step_form(rep, sp, streams, bufs, blocks)
+    for step, ratio in built:
+        st = _step_form(rep, step, ratio, bufs, blocks)
         if st is None:
             return None
         steps.append(st)
@@ -136,6 +173,8 @@ def _row_form(rep: Request, row: LoweringRow, table) -> RowForm | None:
         names.append(b.name)
         if b.name in blocks:
             buffers.append((0, b.nbytes))
+        elif b.name == "mask" and rep.family == "compare_select":
+            buffers.append(MASK_BUFFER)
         elif b.tile.shape == rep.dst.shape:
             buffers.append((b.tile.dtype.bits, 0))
         else:
@@ -156,9 +195,10 @@ def _row_form(rep: Request, row: LoweringRow, table) -> RowForm | None:
     for key, count in startup_keys.items():
         startup += float(count) * price(key)
     den = math.lcm(*(st.ratio.denominator for st in steps)) if steps else 1
-    return RowForm(row.rule, elementwise.epr_of(rep, row), tuple(steps), tuple(buffers), tuple(names), den, startup,
+    return RowForm(rule, epr, tuple(steps), tuple(buffers), tuple(names), den, startup,
                    tuple((price(k), tuple(v)) for k, v in rep_keys.items()),
-                   price("count_floor"), price("set_mode"), price("set_mask"), price("barrier"))
+                   price("count_floor"), price("set_mode"), price("set_mask"), price("barrier"),
+                   ctrl * price("set_ctrl") if ctrl else 0.0, legal_eprs or (epr,))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -175,6 +215,8 @@ def default_modes(rule: str, sh: Shapes, static_valid: bool, epr: int) -> np.nda
     code = {m: np.int8(i) for i, m in enumerate(MODES)}
     if rule == "rows_count":
         return np.full(len(R), code["2LCount"], dtype=np.int8)
+    if rule == "select":
+        return _pick(_select_whole(sh), code["1LCount"], code["2LCount"])
     ncr = fdiv(C, epr)
     vc_tail = fmod(vc, epr) != 0
     two = _pick(R <= ncr, _pick(vc_tail, code["2LCount"], code["2LNormColVLAlign"]), code["2LNormRowRpt"])
@@ -199,6 +241,8 @@ def default_modes(rule: str, sh: Shapes, static_valid: bool, epr: int) -> np.nda
 def legal_modes(rule: str, sh: Shapes, epr: int, tile_bits: tuple[int, ...]) -> dict[str, np.ndarray | bool]:
     """Per mode, the rows where it is legal (True: every row)."""
     _, C, vr, vc = sh
+    if rule == "select":
+        return {"1LCount": _select_whole(sh), "2LCount": True}
     contiguous = (vc == C) | (vr <= 1)
     out = {"1LCount": contiguous, "1LNorm": contiguous, "2LCount": True, "2LNormColVLAlign": fmod(vc, epr) == 0,
            "2LNormRowRpt": True}
@@ -208,6 +252,12 @@ def legal_modes(rule: str, sh: Shapes, epr: int, tile_bits: tuple[int, ...]) -> 
             small = small & (fdiv(C * bits, 256) <= MAX_STRIDE)
         out["1LNormSmall"] = small
     return out
+
+
+def _select_whole(sh: Shapes) -> np.ndarray:
+    """TSEL's one-call rule (lower/a2a3/select.py): data tiles one contiguous run, mask rows of exactly vc bits."""
+    _, C, vr, vc = sh
+    return ((vc == C) | (vr <= 1)) & ((vr <= 1) | (mask_row_bits(C) == vc))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -307,7 +357,7 @@ def row_cycles(form: RowForm, mode: str, d: Derived, out: np.ndarray) -> np.ndar
         term = count * p  # an int array times a float: float64, exact conversion
         repeats = term if repeats is None else repeats + term
     np.add(repeats, form.startup, out=out)  # startup + repeats (addition commutes exactly)
-    for term in (floor * form.p_floor, n_mode * form.p_mode + n_mask * form.p_mask,
+    for term in (floor * form.p_floor, n_mode * form.p_mode + n_mask * form.p_mask + form.ctrl,
                  (len(form.steps) - 1) * form.p_barrier):
         if isinstance(term, np.ndarray) or term != 0.0:  # x + 0.0 == x
             np.add(out, term, out=out)
@@ -344,7 +394,10 @@ class Prepared:
         m = len(sh.rows)
         d = Derived(sh)
         issues = True
-        legal_base = legal_modes(base.rule, sh, base.epr, tuple(t.dtype.bits for _, t in rep.tiles))
+        tile_bits = tuple(t.dtype.bits for _, t in rep.tiles)
+        legal_base = legal_modes(base.rule, sh, base.legal_eprs[0], tile_bits)
+        for e in base.legal_eprs[1:]:  # a mode illegal at any step's EPR is illegal
+            legal_base = {k: v & legal_modes(base.rule, sh, e, tile_bits)[k] for k, v in legal_base.items()}
         buf = None if whole else np.empty(m)
         for j, name in enumerate(names):
             row = out.cycles[j] if whole else buf
@@ -401,9 +454,17 @@ def prepare(rep: Request, make, models) -> Prepared | None:
         note = ""
     table = (m.table or shipped()) if m is not None else None
     try:
-        _, strat_table = elementwise.strategies(rep)
-        alts = alternatives(rep)
-        base_form = _row_form(rep, lowering_row(rep), table)
+        if rep.family == "convert":
+            _, strat_table = convert.strategies(rep)
+            alts, base_form = {}, _convert_form(rep, table)
+        elif rep.family == "compare_select":
+            if not select.lowers(rep.op):
+                return None
+            _, strat_table = select.strategies(rep)
+            alts, base_form = {}, _select_form(rep, table)
+        else:
+            _, strat_table = elementwise.strategies(rep)
+            alts, base_form = alternatives(rep), _row_form(rep, lowering_row(rep), table)
         if base_form is None:
             return None
         alt_forms: dict[str, RowForm | None] = {}

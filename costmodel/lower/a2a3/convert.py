@@ -36,7 +36,8 @@ def _chain(req: Request) -> tuple[list[tuple[str, str, str, bool]], str]:
     return steps, mode
 
 
-def _build(req: Request) -> tuple[list[tuple[Step, bool]], list[tuple[str, Tile]]]:
+def chain(req: Request) -> tuple[list[tuple[Step, bool]], list[tuple[str, Tile]]]:
+    """Return the conversion's vector steps [(step, saturating)] and its scratch tiles [(name, tile)]."""
     chain, mode = _chain(req)
     d = req.dst
     scratch = [(_SCRATCH_NAMES[i], Tile(d.rows, d.cols, as_dtype(b), d.valid_rows, d.valid_cols))
@@ -51,7 +52,7 @@ def _build(req: Request) -> tuple[list[tuple[Step, bool]], list[tuple[str, Tile]
 
 def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
     """Return (default, {strategy: None or why illegal}): the unary mode rule at the widest step's EPR."""
-    steps, _ = _build(req)
+    steps, _ = chain(req)
     eprs = sorted({s.epr for s, _ in steps})
     table: dict[str, str | None] = {}
     for e in eprs:
@@ -62,7 +63,7 @@ def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
 
 def lower(req: Request, strategy: str) -> Plan:
     """Return the TCVT plan in one of the unary emission modes."""
-    steps, scratch = _build(req)
+    steps, scratch = chain(req)
     vr, vc = req.dst.valid
     body: list = []
     saturating = True

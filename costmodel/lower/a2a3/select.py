@@ -46,12 +46,17 @@ def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
     return default, {"1LCount": why, "2LCount": None}
 
 
-def lower(req: Request, strategy: str) -> Plan:
-    """Return the TSEL plan in `strategy` (see module docstring)."""
+def step(req: Request):
+    """Return the vsel step of the request and the allocated buffers."""
     _check(req)
     buffers = allocate("a2a3", list(req.tiles))
     streams = {b.name: stream(b) for b in buffers}
+    return build(steps_for(req.op, "select"), streams, None)[0], buffers
+
+
+def lower(req: Request, strategy: str) -> Plan:
+    """Return the TSEL plan in `strategy` (see module docstring)."""
+    vsel, buffers = step(req)
     vr, vc = req.dst.valid
-    body = modes.emit(strategy, build(steps_for(req.op, "select"), streams, None)[0], vr, vc)
     notes = ("mask bits restart at mask row i for dst row i (A2/A3 NPU, isa.md §4.5)",)
-    return Plan("a2a3", req.op, strategy, req, buffers, tuple(body), notes)
+    return Plan("a2a3", req.op, strategy, req, buffers, tuple(modes.emit(strategy, vsel, vr, vc)), notes)
