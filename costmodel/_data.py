@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 
+@functools.cache
 def data_path(name: str) -> Path:
     """Return the filesystem path of a shipped data file (the source tree's `data/` first, else the installed copy)."""
     local = Path(__file__).resolve().parent.parent / "data" / name

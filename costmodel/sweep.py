@@ -81,25 +81,44 @@ def evaluate_key(values: dict[str, Any], model: str | Models) -> tuple[dict[str,
     The per-request path: lower the request in each legal strategy and cost the plan (as `estimate` does,
     without verification). A request that cannot be modelled gives ({}, "", the reason).
     """
+    models = model if isinstance(model, Models) else Models(model)
+    return price_plans(*lower_key(values), models)
+
+
+def lower_key(values: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
+    """Return ({strategy: plan} over every legal strategy, default strategy, "") for one request, or ({}, "", the
+    reason it cannot be lowered)."""
     from . import lower
     from .errors import PtoCostError
     from .operands import make_request
 
-    models = model if isinstance(model, Models) else Models(model)
     kw = request_kwargs(values, values["rows"], values["cols"], values["valid_rows"], values["valid_cols"])
     try:
         req = make_request(**kw)
         default = lower.resolve_strategy(req)[0]
-        out: dict[str, tuple[float, str]] = {}
+        plans = {}
         for s in lower.legal_strategies(req):
             forced = req.with_strategy(s)
-            p = lower.lower(forced, lower.resolve_strategy(forced)[0])
-            m = models.get(req.arch)
-            cycles, _ = m.cost(p)
-            out[s] = (float(cycles), m.name)
-        return out, default, ""
+            plans[s] = lower.lower(forced, lower.resolve_strategy(forced)[0])
+        return plans, default, ""
     except PtoCostError as exc:
         return {}, "", str(exc)
+
+
+def price_plans(plans: dict[str, Any], default: str, note: str,
+                models: Models) -> tuple[dict[str, tuple[float, str]], str, str]:
+    """Return `evaluate_key`'s answer for lowered plans: ({strategy: (cycles, model name)}, default, note)."""
+    from .errors import PtoCostError
+    from .models.auto import cycles_of
+
+    out: dict[str, tuple[float, str]] = {}
+    try:
+        for s, p in plans.items():
+            m = models.get(p.arch)
+            out[s] = (cycles_of(m, p), m.name)
+    except PtoCostError as exc:
+        return {}, "", str(exc)
+    return out, default, note
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -176,36 +195,79 @@ def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> R
                 from .vector.a5 import warm_anchored
 
                 warm_anchored(make, sh.take(rest), models)
-            done = _per_request(values, idx[rest], sh.take(rest), ask_codes, entries, models, progress, done, n)
+            done = _per_request(values, idx[rest], sh.take(rest), ask_codes, entries, models, progress, done, n,
+                                warm=vectorised)
         if progress is not None:
             progress(done, n)
     return entries.results(n)
 
 
-def _per_request(values, idx, sh, ask_codes, entries: Entries, models: Models, progress, done: int, total: int) -> int:
-    """Cost rows by lowering each distinct request once; returns the updated count of rows done."""
+PER_REQUEST_BATCH = 512  # distinct requests lowered before they are priced (their plans held at once)
+
+
+def _per_request(values, idx, sh, ask_codes, entries: Entries, models: Models, progress, done: int, total: int,
+                 warm: bool = False) -> int:
+    """Cost rows by lowering each distinct request once; returns the updated count of rows done. With `warm`, the
+    pipeline simulations a batch of requests needs run first, batched by loop structure (PipelineModel.warm)."""
     stacked = np.stack(list(sh), axis=1)
     uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
     inv = inv.ravel()
     order = np.argsort(inv, kind="stable")
     bounds = np.cumsum(np.bincount(inv, minlength=len(uniq)))
-    for k, members in enumerate(np.split(order, bounds[:-1])):
-        r, c, vr, vc = (int(v) for v in uniq[k])
-        table, default, note = evaluate_key({**values, "rows": r, "cols": c, "valid_rows": vr, "valid_cols": vc}, models)
-        rows = idx[members]
-        if not table:
-            entries.add_errors(rows, ask_codes[rows], note)
-        else:
-            names = tuple(table)
-            m = len(rows)
-            cyc = np.array([table[s][0] for s in names])
-            entries.add(rows, ask_codes[rows], names, np.repeat(cyc[:, None], m, axis=1),
-                        np.ones((len(names), m), dtype=bool), np.full(m, names.index(default), dtype=np.int64),
-                        tuple(table[s][1] for s in names))
-        done += len(rows)
-        if progress is not None:
-            progress(done, total)
+    members_of = np.split(order, bounds[:-1])
+    for start in range(0, len(uniq), PER_REQUEST_BATCH):
+        batch = range(start, min(start + PER_REQUEST_BATCH, len(uniq)))
+        lowered = []
+        for k in batch:
+            r, c, vr, vc = (int(v) for v in uniq[k])
+            lowered.append(lower_key({**values, "rows": r, "cols": c, "valid_rows": vr, "valid_cols": vc}))
+        if warm:
+            _warm_pipeline([p for plans, _, _ in lowered for p in plans.values()], models)
+        for k, (plans, default, note) in zip(batch, lowered):
+            table, default, note = price_plans(plans, default, note, models)
+            rows = idx[members_of[k]]
+            if not table:
+                entries.add_errors(rows, ask_codes[rows], note)
+            else:
+                names = tuple(table)
+                m = len(rows)
+                cyc = np.array([table[s][0] for s in names])
+                entries.add(rows, ask_codes[rows], names, np.repeat(cyc[:, None], m, axis=1),
+                            np.ones((len(names), m), dtype=bool), np.full(m, names.index(default), dtype=np.int64),
+                            tuple(table[s][1] for s in names))
+            done += len(rows)
+            if progress is not None:
+                progress(done, total)
     return done
+
+
+def _warm_pipeline(plans: list, models: Models) -> None:
+    """Batch the pipeline simulations of the A5 plans the model will price by simulation (those its formula part has
+    no parameters for)."""
+    from .errors import NotModelledError, PtoCostError
+    from .isa_a5 import VfProgram
+    from .vector.a5 import model_parts
+
+    a5 = [p for p in plans if p.arch == "a5"]
+    if not a5:
+        return
+    try:
+        parts = model_parts(models.get("a5"))
+    except PtoCostError:
+        return
+    if parts is None or parts[1] is None:
+        return
+    formula, pipe, _ = parts
+    progs = []
+    for p in a5:
+        if formula is not None:
+            try:
+                formula.cost(p)
+                continue
+            except NotModelledError:
+                pass
+        progs += [x for x in p.body if isinstance(x, VfProgram)]
+    pipe.warm(progs)
 
 
 def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, workers: int | None = None,

@@ -223,6 +223,32 @@ def test_cycles_for_matches_single_estimates():
     assert got == pytest.approx(want)
 
 
+@pytest.mark.parametrize("op, cols, kw", [("TROWEXPAND", 256, {}), ("TCOLEXPANDADD", 192, {}), ("TPARTADD", 192, {}),
+                                          ("TRECIP", 200, {"precision": "high_precision"})])
+def test_warm_batches_the_simulations_and_cycles_equal_cost(op, cols, kw, monkeypatch):
+    # programs differing only in trip counts (1..24 rows, with and without a column tail) are simulated by `warm` in
+    # fewer runs; `cycles` of each then reads the cache, and equals the full `cost` of another model
+    import costmodel.models.a5_pipeline as mod
+
+    plans = [api.plan(op, (r, cols), "f32", "a5", valid=(r, vc), **kw) for r in range(1, 25) for vc in (cols, 130)]
+    runs = []
+    real = mod.simulate
+    monkeypatch.setattr(mod, "simulate", lambda *a, **k: runs.append(1) or real(*a, **k))
+    unwarmed = PipelineModel()
+    for p in plans:
+        unwarmed.cycles(p)
+    one_by_one, runs[:] = len(runs), []
+    m = PipelineModel()
+    m.warm([p.body[0] for p in plans])
+    assert 0 < len(runs) < one_by_one
+    runs.clear()
+    got = [m.cycles(p) for p in plans]
+    assert not runs
+    monkeypatch.setattr(mod, "simulate", real)
+    ref = PipelineModel()
+    assert got == [ref.cost(p)[0] for p in plans]
+
+
 def test_bottleneck_names_the_binding_resource():
     ua = A5Uarch(**{**HAND.__dict__, "sfu16_ii": 8.0, "dispatch_width": 4.0})
     p = api.plan("TEXP", (1, 128 * 400), "f16", "a5")

@@ -100,7 +100,7 @@ class AnchoredPipeline:
         if hit is None:
             diffs, names = [], []
             for a, p, _ in anchor_plans(plan.request, plan.strategy, self.table):
-                diffs.append(self.formula.cost(p)[0] - self.pipeline.cost(p)[0])
+                diffs.append(self.formula.cost(p)[0] - self.pipeline.cycles(p))
                 names.append(a.op)
             hit = (sum(diffs) / len(diffs), tuple(names)) if diffs else (0.0, ())
             self.remember(plan.request, plan.strategy, hit)
@@ -120,13 +120,24 @@ class AnchoredPipeline:
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
         """Return (cycles, breakdown): the pipeline's parts plus the anchors' correction."""
         cycles, parts = self.pipeline.cost(plan)
+        corr = self._correct(plan)
+        return (cycles, parts) if corr is None else (cycles + corr, parts + ((CORRECTION, corr),))
+
+    def cycles(self, plan: Plan) -> float:
+        """Return `cost`'s cycles alone (the pipeline's fast path, see PipelineModel.cycles)."""
+        cycles = self.pipeline.cycles(plan)
+        corr = self._correct(plan)
+        return cycles if corr is None else cycles + corr
+
+    def _correct(self, plan: Plan) -> float | None:
+        """The anchors' correction of the plan (None: no anchor), naming the model and its source accordingly."""
         corr, self.anchors = self.correction(plan)
         if not self.anchors:
             self.name, self.source = self.pipeline.name, ""
             self.source_note = (f"the pipeline simulation alone: no measured op of {plan.request.dtype.name} takes "
                                 "these tiles in this loop form to anchor it")
-            return cycles, parts
+            return None
         self.name, self.source = "anchored", "anchors"
         self.source_note = (f"the pipeline simulation corrected by {corr:+.1f} cycles, the mean formula - pipeline "
                             f"difference of the measured {', '.join(self.anchors)} on the same tiles and loop form")
-        return cycles + corr, parts + ((CORRECTION, corr),)
+        return corr

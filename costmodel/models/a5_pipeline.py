@@ -237,6 +237,15 @@ class PipelineModel:
         r = self.simulate(plan, trace=False)
         return r.cycles, r.breakdown
 
+    def cycles(self, plan: Plan) -> float:
+        """Return the plan's cycles alone, equal to `cost`'s: no breakdown, bounds or trace (the sweep's
+        per-request path), so simulations run in their fast mode and share the cache `cycles_for` fills."""
+        total = 0.0
+        for p in plan.body:
+            if isinstance(p, VfProgram):
+                total += self.program_cycles(self.template(p))
+        return total
+
     # ----------------------------------------------------------------------------------------------------
     def bounds(self, tpl: Template, trips: tuple[int, ...]) -> tuple[tuple[str, float], ...]:
         """Named lower bounds (Facile style) at full trip counts; each is <= the simulated cycles."""
@@ -314,6 +323,28 @@ class PipelineModel:
             ends[top] = total
             for k, key in keys.items():
                 self._cache.setdefault(key, ends[k])
+
+    def warm(self, programs) -> None:
+        """Run, in few simulations, those `cycles` of these programs will read: programs that differ only in the
+        trips of their shape loops are grouped and each group goes through `cycles_for` (a group's row counts come
+        from one simulation per chunk count). Only the cache is filled, keyed by exact trip counts, so the cycles do
+        not change; a program whose inner (or outer) shape loops run different trip counts is left to `cycles`."""
+        groups: dict[tuple, tuple[VfProgram, list[int], list[int]]] = {}
+        for p in programs:
+            tpl = self.template(p)
+            shape = _shape_loops(tpl)
+            outer_ids = [lid for lid in shape if _has_nested_shape(tpl, lid)]
+            inner_ids = [lid for lid in shape if lid not in outer_ids]
+            trips = tpl.trips
+            ins, outs = {trips[i] for i in inner_ids}, {trips[i] for i in outer_ids}
+            if not inner_ids or len(ins) > 1 or len(outs) > 1 or min(trips[lid] for lid in shape) < 1:
+                continue
+            fixed = tuple(n for lid, n in enumerate(trips) if lid not in shape)
+            _, inner, outer = groups.setdefault((tpl.sig_key, fixed), (p, [], []))
+            inner.append(ins.pop())
+            outer.append(outs.pop() if outs else 0)
+        for p, inner, outer in groups.values():
+            self.cycles_for(p, inner=inner, outer=outer if any(outer) else None)
 
     # ----------------------------------------------------------------------------------------------------
     def cycles_for(self, program: VfProgram, *, inner=None, outer=None) -> np.ndarray:

@@ -21,12 +21,25 @@ class FormulaThenPipeline:
 
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
         """Return (cycles, breakdown) from the formula model, falling back to the pipeline model."""
+        return self._price(plan, lambda m: m.cost(plan))
+
+    def cycles(self, plan: Plan) -> float:
+        """Return `cost`'s cycles alone (the second model's fast path where it has one)."""
+        return self._price(plan, lambda m: cycles_of(m, plan))
+
+    def _price(self, plan: Plan, how):
         try:
-            out = self.formula.cost(plan)
-            self.name, self.source = self.formula.name, getattr(self.formula, "source", "")
-            self.source_note = getattr(self.formula, "source_note", "")
+            out = how(self.formula)
+            used = self.formula
         except NotModelledError:
-            out = self.pipeline.cost(plan)
-            self.name, self.source = self.pipeline.name, getattr(self.pipeline, "source", "")
-            self.source_note = getattr(self.pipeline, "source_note", "")
+            out = how(self.pipeline)
+            used = self.pipeline
+        self.name, self.source = used.name, getattr(used, "source", "")
+        self.source_note = getattr(used, "source_note", "")
         return out
+
+
+def cycles_of(model, plan: Plan) -> float:
+    """Return the cycles a model gives a plan: its `cycles` fast path where it has one, else `cost`'s."""
+    fast = getattr(model, "cycles", None)
+    return float(fast(plan)) if fast is not None else float(model.cost(plan)[0])

@@ -44,12 +44,16 @@ class ParamTable:
         self.rows = rows
         self.path = path
         self._index: dict[tuple[str, str, str, str], list[ParamRow]] = {}
+        self._found: dict[tuple, ParamRow | None] = {}  # lookups answered (the rows do not change once read)
         for r in rows:
             self._index.setdefault((r.arch, r.form, r.scope, r.term), []).append(r)
 
     def lookup(self, arch: str, form: str, scope: str, name: str, term: str, *, dtype: str = "*",
                dst_dtype: str = "", strategy: str = "*", op_params: str = "") -> ParamRow | None:
         """Return the most specific row matching the key (a `*` field matches anything), or None."""
+        memo = (arch, form, scope, name, term, dtype, dst_dtype, strategy, op_params)
+        if memo in self._found:
+            return self._found[memo]
         best = None
         for r in self._index.get((arch, form, scope, term), ()):
             if r.name not in ("*", name) or r.dtype not in ("*", dtype) or r.strategy not in ("*", strategy):
@@ -60,6 +64,7 @@ class ParamTable:
                 continue
             if best is None or r.specificity() > best.specificity():
                 best = r
+        self._found[memo] = best
         return best
 
     def value(self, *args, default: float | None = None, **kw) -> float:

@@ -63,10 +63,10 @@ MAX_TRIP = _A.max_trip_count
 SHAPE_ROLES = ("rows", "chunks", "elements")
 
 
-def _models(m) -> tuple[A5FormulaModel | None, PipelineModel | None, AnchoredPipeline | None] | None:
+def model_parts(m) -> tuple[A5FormulaModel | None, PipelineModel | None, AnchoredPipeline | None] | None:
     """(formula, pipeline, anchored) parts of an A5 model; None for a model the closed forms do not know."""
     if isinstance(m, FormulaThenPipeline):
-        first, second = _models(m.formula), _models(m.pipeline)
+        first, second = model_parts(m.formula), model_parts(m.pipeline)
         return None if first is None or second is None else (first[0], second[1], second[2])
     if isinstance(m, A5FormulaModel):
         return m, None, None
@@ -301,7 +301,7 @@ def warm_anchored(make, sh: Shapes, models) -> None:
     from ..lower.a5.forms import STRATEGIES
 
     try:
-        parts = _models(models.get("a5"))
+        parts = model_parts(models.get("a5"))
         a = make(1, 256, 1, 256)
     except PtoCostError:
         return
@@ -372,7 +372,7 @@ def prepare(rep: Request, make, models) -> Prepared | None:
         note = ""
     except PtoCostError as exc:
         m, note = None, str(exc)
-    pair = _models(m) if m is not None else (None, None, None)
+    pair = model_parts(m) if m is not None else (None, None, None)
     if pair is None:
         return None
     formula_model, pipe, anchored = pair
