@@ -19,6 +19,7 @@ app = typer.Typer(
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout instead of a table.")]
 StrategyOpt = Annotated[Optional[str], typer.Option("--strategy", help="Force an emission strategy (see `compare`).")]
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Cost model: auto, formula, pipeline, anchored (A5).")]
+MAX_PLOT_POINTS = 100_000
 
 
 def _kwargs(req: dict) -> dict:
@@ -64,9 +65,18 @@ def compare(
 
     from . import render
 
+    from costmodel.arch import check_arch
+
     kw = _kwargs(req)
     shape, dtype, arch = kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None)
-    arches = [a.strip() for a in across.split(",") if a.strip()] if across else [arch]
+    if across is not None:
+        if arch:
+            raise PtoCostError("give either --arch or --across (arches side by side), not both")
+        arches = [check_arch(a) for a in across.split(",") if a.strip()]
+        if not arches:
+            raise PtoCostError("--across needs arch names, e.g. a2a3,a5")
+    else:
+        arches = [arch]
     docs, tables = [], []
     for a in arches:
         try:
@@ -77,13 +87,15 @@ def compare(
             docs.append({"arch": a, "error": str(exc)})
             tables.append((a, str(exc)))
             continue
-        best = min(e.cycles for e in ests)
-        default = next(e for e in ests if e.strategy_source == "default")
+        default, fastest = render.default_and_fastest(ests)
+        best = fastest.cycles
         docs.append({"op": ests[0].op, "arch": ests[0].arch, "model": ests[0].model, "default": default.strategy,
-                     "fastest": next(e.strategy for e in ests if e.cycles == best),
+                     "fastest": fastest.strategy,
                      "fastest_saving_pct": (1 - best / default.cycles) * 100 if default.cycles else 0.0,
-                     "strategies": [dict(e.to_dict(), default=e is default, fastest=e.cycles == best) for e in ests]})
+                     "strategies": [dict(e.to_dict(), default=e is default, fastest=e is fastest) for e in ests]})
         tables.append((a, ests))
+    if across and all(isinstance(t, str) for _, t in tables):
+        raise PtoCostError("; ".join(f"{a}: {t}" for a, t in tables))
     if json_out:
         render.emit_json(docs[0] if not across else {"op": op, "across": docs})
         return
@@ -102,7 +114,7 @@ def plan(
     json_out: JsonOpt = False,
     timeline: Annotated[bool, typer.Option("--timeline", help="A5: also print the pipeline model's cycle-by-cycle "
                                            "issue timeline (loops shown for their first iterations).")] = False,
-    iterations: Annotated[int, typer.Option("--timeline-iterations", help="Iterations of each loop shown in the timeline.")] = 2,
+    iterations: Annotated[int, typer.Option("--timeline-iterations", min=1, help="Iterations of each loop shown in the timeline.")] = 2,
     req: dict = None,
 ) -> None:
     """Print the plan (the intrinsic sequence or VF program) the implementation issues, like a disassembly."""
@@ -210,8 +222,8 @@ def ops(
     from rich.table import Table
 
     t = Table(title=f"PTO instructions ({len(rows)})")
-    t.add_column("name", style="bold")
-    t.add_column("family")
+    t.add_column("name", style="bold", no_wrap=True)
+    t.add_column("family", overflow="fold")
     for a in archs:
         t.add_column(f"{a} dtypes")
     t.add_column("modelled")
@@ -227,7 +239,7 @@ def ops(
 def _a5_priced_by(ins) -> str:
     """Return which A5 model prices the instruction by default, judged on 8x256 of its f32 form (for a conversion,
     f32 to another type; else its first dtype): `formula` (its own measured parameters), `family` (the formula of
-    another dtype of it), `siblings` (the formula body that measured ops doing the same work per chunk share),
+    another dtype of it), `body` (the formula of the measured ops whose chunks do the same work),
     `anchored` (the pipeline corrected by the measured ops on the same tiles) or `pipeline`."""
     import costmodel
     from costmodel.errors import PtoCostError
@@ -239,7 +251,7 @@ def _a5_priced_by(ins) -> str:
         e = costmodel.estimate(ins.name, "8x256", src, arch="a5", verify=False, **({"dst_dtype": dst} if dst else {}))
     except PtoCostError:
         return "-"
-    return {"family": "family", "body": "siblings"}.get(e.params_from, e.model)
+    return e.params_from if e.params_from in ("family", "body") else e.model
 
 
 @app.command()
@@ -249,13 +261,16 @@ def predict(
     model: ModelOpt = "auto",
 ) -> None:
     """Add predicted_cycles, strategy, model and note to every row; rows that cannot be modelled get NaN and a reason."""
-    from fit.io import write_frame
+    from fit.io import check_table_path, write_frame
     from fit.predict import predict_frame
     from fit.traces import read_trace
 
     from . import render
 
-    df = predict_frame(read_trace(cases), model=model)
+    check_table_path(output)
+    trace = read_trace(cases)
+    with render.progress("predicting", len(trace)) as tick:
+        df = predict_frame(trace, model=model, progress=tick)
     write_frame(df.drop(columns=["line"]), output)
     n_ok = int(df["predicted_cycles"].notna().sum())
     render.console(stderr=True).print(render.plain(f"wrote {output}: {n_ok} of {len(df)} rows predicted"
@@ -270,12 +285,25 @@ def validate(
     json_out: JsonOpt = False,
 ) -> None:
     """Score a model against measurements: MAPE, median and worst error, share within 5 %, Kendall tau."""
+    from costmodel.errors import PtoCostError
     from fit.traces import read_trace
     from fit.validate import validate_frame
 
     from . import render
 
-    rep = validate_frame(read_trace(measured), model=model)
+    if plot:
+        from fit.io import check_figure_path
+
+        check_figure_path(plot)
+    trace = read_trace(measured)
+    with render.progress("predicting", len(trace)) as tick:
+        rep = validate_frame(trace, model=model, progress=tick)
+    scored = rep.predictions["predicted_cycles"].notna() & rep.predictions["measured_cycles"].notna()
+    if not scored.any():
+        notes = rep.predictions.get("note")
+        why = notes[notes.astype(str) != ""].astype(str).value_counts().index[0] if notes is not None and (
+            notes.astype(str) != "").any() else "no row has a prediction and a measurement"
+        raise PtoCostError(f"{measured}: no row could be scored with model {model!r}: {why}")
     if plot:
         from fit.io import save_figure
         from fit.plots import validation_figure
@@ -302,21 +330,26 @@ def plot(
 ) -> None:
     """Shape-vs-cycle curves (one line per strategy or dtype), or a heatmap when both rows and cols are ranges."""
     from costmodel.api import resolve_arch
+    from costmodel.errors import PtoCostError
     from costmodel.grid import expand
     from costmodel.sweep import sweep
-    from fit.io import save_figure, write_frame
+    from fit.io import check_figure_path, check_table_path, save_figure, write_frame
     from fit.plots import curves_figure, heatmap_figure
 
     from . import render
 
+    check_figure_path(output)
+    if csv:
+        check_table_path(csv)
     arch_name, _ = resolve_arch(arch)
     spec = {"ops": [op], "dtypes": dtype, "archs": [arch_name], "strategies": [strategy], "rows": rows, "cols": cols}
     grid = expand(spec)
+    if len(grid) > MAX_PLOT_POINTS:
+        raise PtoCostError(f"the plot grid has {len(grid):,} points; at most {MAX_PLOT_POINTS:,} are drawn (a coarser "
+                           "STEP, or `pto-cost sweep` for large grids)")
     with render.progress("estimating", grid["rows"].nunique() * grid["cols"].nunique() * grid["dtype"].nunique()) as tick:
         df = sweep(grid, model=model, progress=tick)
     if df["cycles"].isna().all():
-        from costmodel.errors import PtoCostError
-
         raise PtoCostError(f"no point of the grid could be modelled: {df['note'].iloc[0]}")
     title = f"{df['op'].iloc[0]} on {arch_name} — model {df['model'].replace('', None).dropna().iloc[0]}"
     if grid["rows"].nunique() > 1 and grid["cols"].nunique() > 1:
@@ -331,8 +364,9 @@ def plot(
     if csv:
         write_frame(df, csv)
     n_bad = int(df["cycles"].isna().sum())
+    why = f"see `note` in {csv}" if csv else f"e.g. {df.loc[df['cycles'].isna(), 'note'].iloc[0]}" if n_bad else ""
     render.console(stderr=True).print(render.plain(f"wrote {output}" + (f" and {csv}" if csv else "")
-                                      + (f"; {n_bad} point(s) not modelled (see `note` in the CSV)" if n_bad else "")))
+                                      + (f"; {n_bad} point(s) not modelled ({why})" if n_bad else "")))
 
 
 def _measured_points(path: str, df, x: str, fixed: str):
@@ -353,12 +387,12 @@ def _measured_points(path: str, df, x: str, fixed: str):
 @app.command("fit")
 def fit_cmd(
     traces: Annotated[list[str], typer.Argument(help="Measured traces (CSV or Parquet), e.g. ../shared/measured/*.csv.")],
-    output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write (rows of other arches/models are kept).")] = "data/formula_params.csv",
+    output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write: fitted rows merged into the file, or into the table in use when it does not exist yet (use it with PTO_COST_PARAMS=PATH).")] = "formula_params.csv",
     cv: Annotated[int, typer.Option("--cv", help="Folds of the cross-validation (form choice and reported CV error).")] = 5,
     cv_group: Annotated[str, typer.Option("--cv-group", help="What a fold holds out whole: shape (every op at a tile shape) or measurement (one measured case; other ops at its shape stay in).")] = "shape",
     model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all.")] = "formula",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
-    pipeline_output: Annotated[str, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters.")] = "data/a5_pipeline_params.csv",
+    pipeline_output: Annotated[str, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (use them with PTO_COST_PIPELINE_PARAMS=PATH).")] = "a5_pipeline_params.csv",
     json_out: JsonOpt = False,
 ) -> None:
     """Fit model parameters to measured traces: per group n, parameters ± standard error, cross-validated MAPE."""
@@ -436,10 +470,11 @@ def sweep_cmd(
     from costmodel.errors import PtoCostError
     from costmodel.grid import expand
     from costmodel.sweep import sweep, sweep_dask, verify_sample as run_verify_sample
-    from fit.io import write_frame
+    from fit.io import check_table_path, write_frame
 
     from . import render
 
+    check_table_path(output)
     grid = expand(_load_spec(spec))
     model = _load_spec(spec).get("model", model) if model == "auto" else model
     con = render.console(stderr=True)
@@ -450,6 +485,8 @@ def sweep_cmd(
         df = sweep_dask(grid, model=model, scheduler=scheduler, workers=workers)
     else:
         raise PtoCostError(f"unknown engine {engine!r}; accepted: local, dask")
+    if len(df) and df["cycles"].isna().all():
+        raise PtoCostError(f"no point of the grid could be modelled ({output} not written): {df['note'].iloc[0]}")
     write_frame(df, output)
     n_bad = int(df["cycles"].isna().sum())
     con.print(render.plain(f"wrote {output}: {len(df)} rows" + (f", {n_bad} not modelled (see `note`)" if n_bad else "")))

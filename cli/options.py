@@ -6,13 +6,15 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
+from costmodel.dtypes import all_dtypes
+
 REQ = "Request"
 OPS = "Op parameters"
 
 # name -> (annotation, default); order is the order shown in --help
 REQUEST_OPTIONS: dict[str, tuple[Any, Any]] = {
     "shape": (Annotated[Optional[str], typer.Option("--shape", "-s", help="Static tile shape RxC, e.g. 64x64.", rich_help_panel=REQ)], None),
-    "dtype": (Annotated[str, typer.Option("--dtype", "-t", help="Element type: f16 f32 bf16 i8 u8 i16 u16 i32 u32 i64 u64 fp8_e4m3 fp8_e5m2 hif8 fp4_e1m2 fp4_e2m1 (fp16, float32, int8, ... accepted).", rich_help_panel=REQ)], "f16"),
+    "dtype": (Annotated[str, typer.Option("--dtype", "-t", help=f"Element type: {' '.join(d.name for d in all_dtypes())} (fp16, float32, int8, ... accepted).", rich_help_panel=REQ)], "f16"),
     "valid": (Annotated[Optional[str], typer.Option("--valid", help="Valid region RxC (default: the whole tile).", rich_help_panel=REQ)], None),
     "arch": (Annotated[Optional[str], typer.Option("--arch", "-a", help="Target: a2a3 or a5 (default: $PTO_COST_ARCH, else a2a3).", rich_help_panel=REQ)], None),
     "static_valid": (Annotated[bool, typer.Option("--static-valid", help="Tiles declare a compile-time valid shape (default: dynamic, as the measured tests do).", rich_help_panel=REQ)], False),
@@ -37,7 +39,7 @@ REQUEST_OPTIONS: dict[str, tuple[Any, Any]] = {
     "gm_shape": (Annotated[Optional[str], typer.Option("--gm-shape", help="TLOAD/TSTORE: GM tensor shape0x..xshape4 (default 1x1x1xVRxVC).", rich_help_panel=OPS)], None),
     "pad": (Annotated[Optional[str], typer.Option("--pad", help="TLOAD pad value: null zero max min (default null).", rich_help_panel=OPS)], None),
     "in_place": (Annotated[bool, typer.Option("--in-place", help="The op writes over its source (selects in-place code paths).", rich_help_panel=OPS)], False),
-    "vf_impl_kind": (Annotated[Optional[str], typer.Option("--vf-impl-kind", help="A5: requested VF loop form VFIMPL_DEFAULT, VFIMPL_1D_POST_UPDATE, VFIMPL_1D_NO_POST_UPDATE, VFIMPL_2D_POST_UPDATE, VFIMPL_2D_NO_POST_UPDATE (or 0..4); with the tile's contiguity it picks the emitted loop.", rich_help_panel=OPS)], None),
+    "vf_impl_kind": (Annotated[Optional[str], typer.Option("--vf-impl-kind", help="A5: requested VF loop form, by name or enum value: VFIMPL_DEFAULT (0), VFIMPL_1D_NO_POST_UPDATE (1), VFIMPL_2D_NO_POST_UPDATE (2), VFIMPL_1D_POST_UPDATE (3), VFIMPL_2D_POST_UPDATE (4); with the tile's contiguity it picks the emitted loop.", rich_help_panel=OPS)], None),
     "precision": (Annotated[Optional[str], typer.Option("--precision", help="Algorithm variant: default or high_precision (A5 TRECIP).", rich_help_panel=OPS)], None),
     "src_valid": (Annotated[Optional[str], typer.Option("--src-valid", help="Unary / tile-scalar ops: src valid region when it differs from dst's (A5 needs equal valid cols only).", rich_help_panel=OPS)], None),
 }

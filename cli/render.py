@@ -46,6 +46,13 @@ def breakdown_text(breakdown) -> str:
     return "  ".join(f"{k} {fmt_cycles(v)}" for k, v in breakdown if round(v, 1) != 0) or "-"
 
 
+def _param_text(name: str, value: Any) -> str:
+    """A parameter as the command line takes it (a bit mask as HI:LO in hex)."""
+    if name == "mask" and isinstance(value, tuple) and len(value) == 2:
+        return f"{value[0]:#x}:{value[1]:#x}"
+    return str(value)
+
+
 def estimate_text(e) -> None:
     """Print one estimate as a small key/value table."""
     from rich.table import Table
@@ -59,7 +66,7 @@ def estimate_text(e) -> None:
     if req is not None:
         t.add_row("tiles", plain("; ".join(f"{k} {tile.describe()}" for k, tile in req.tiles)))
         if req.params:
-            t.add_row("params", plain(" ".join(f"{k}={v}" for k, v in req.params)))
+            t.add_row("params", plain(" ".join(f"{k}={_param_text(k, v)}" for k, v in req.params)))
     t.add_row("strategy", plain(f"{e.strategy} ({e.strategy_source})"))
     t.add_row("model", plain(e.model))
     t.add_row("cycles", fmt_cycles(e.cycles))
@@ -72,21 +79,37 @@ def estimate_text(e) -> None:
     console().print(t)
 
 
+def default_and_fastest(ests):
+    """Return (the default estimate, the fastest: the default where it ties the minimum, else the first minimum)."""
+    default = next((e for e in ests if e.strategy_source == "default"), ests[0])
+    best = min(e.cycles for e in ests)
+    return default, default if default.cycles == best else next(e for e in ests if e.cycles == best)
+
+
+def tiles_text(req) -> str:
+    """Return the request's tiles ("dst 64x64 f16 (dynamic valid)"), one where all are alike ("" without one)."""
+    if req is None:
+        return ""
+    tiles = list(req.tiles)
+    if len({t.describe() for _, t in tiles}) == 1:
+        return tiles[0][1].describe()
+    return "; ".join(f"{k} {tile.describe()}" for k, tile in tiles)
+
+
 def compare_text(ests) -> None:
     """Print one row per strategy with cycles, breakdown and verified; mark the fastest and the default."""
     from rich.table import Table
 
-    best = min(e.cycles for e in ests)
-    default = next((e for e in ests if e.strategy_source == "default"), ests[0])
+    default, fastest = default_and_fastest(ests)
     e0 = ests[0]
-    t = Table(title=plain(f"{e0.op} on {e0.arch} — {e0.request.dst.describe() if e0.request else ''} — model {e0.model}"))
+    t = Table(title=plain(f"{e0.op} on {e0.arch} — {tiles_text(e0.request)} — model {e0.model}"))
     for col in ("strategy", "cycles", "vs default", "breakdown", "verified"):
         t.add_column(col, justify="right" if col in ("cycles", "vs default") else "left")
     for e in ests:
         tags = []
         if e is default:
             tags.append("default")
-        if e.cycles == best:
+        if e is fastest:
             tags.append("fastest")
         name = e.strategy + (f" ({', '.join(tags)})" if tags else "")
         rel = (e.cycles / default.cycles - 1) * 100 if default.cycles else 0.0
@@ -156,12 +179,13 @@ def fit_text(run, output: str | None, written: int, pipeline_output: str | None 
 
     con = console()
     if run.problems:
-        by_line: dict[int, list[str]] = {}
+        by_line: dict[str, list[str]] = {}
         for p in run.problems:
-            by_line.setdefault(p.line, []).append(f"{p.column}: {p.message}")
+            by_line.setdefault(p.where, []).append(f"{p.column}: {p.message}")
         con.print(f"[yellow]{len(by_line)} trace row(s) left out:[/]")
-        for line, msgs in list(by_line.items())[:12]:
-            con.print(plain(f"  line {line}: {msgs[0]}" + (f" (+{len(msgs) - 1} more)" if len(msgs) > 1 else "")))
+        for where, msgs in list(by_line.items())[:12]:
+            more = f" (+{len(msgs) - 1} more problem{'s' if len(msgs) > 2 else ''} on this row)" if len(msgs) > 1 else ""
+            con.print(plain(f"  {where}: {msgs[0]}{more}"))
         if len(by_line) > 12:
             con.print(f"  … and {len(by_line) - 12} more rows")
     for sec in run.sections:
@@ -187,7 +211,9 @@ def fit_text(run, output: str | None, written: int, pipeline_output: str | None 
                 shape = f"{r.get('rows')}x{r.get('cols')}" + (f" valid {r.get('valid_rows')}x{r.get('valid_cols')}"
                                                             if (r.get('valid_rows'), r.get('valid_cols')) != (r.get('rows'), r.get('cols')) else "")
                 dst = f"->{r['dst_dtype']}" if r.get("dst_dtype") else ""
-                con.print(plain(f"  line {r['line']}: {r['op']} {r['dtype']}{dst} {shape} {r.get('vf_impl_kind', '') or ''} "
+                where = f"{r['trace']} line {r['line']}" if len(run.traces) > 1 else f"line {r['line']}"
+                extra = f" [{r['extra']}]" if r.get("extra") else ""
+                con.print(plain(f"  {where}: {r['op']} {r['dtype']}{dst} {shape}{extra} {r.get('vf_impl_kind', '') or ''} "
                                 f"measured {r['measured']:g}, predicted {r['predicted']:g} ({r['error_pct']:+.1f} %)"))
     if not output:
         con.print("dry run: nothing written")

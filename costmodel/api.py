@@ -21,6 +21,10 @@ def resolve_arch(arch: str | None) -> tuple[str, str]:
         return arch, "option"
     env = os.environ.get("PTO_COST_ARCH")
     if env:
+        from .arch import ARCHES
+
+        if env.strip().lower().replace("/", "") not in ARCHES:
+            raise PtoCostError(f"unknown arch {env!r} from $PTO_COST_ARCH; accepted: {', '.join(ARCHES)}")
         return env, "env"
     return DEFAULT_ARCH, "default"
 

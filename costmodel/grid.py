@@ -9,6 +9,7 @@ from .errors import PtoCostError
 
 _RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*(?::\s*(\d+))?\s*$")
 SPEC_KEYS = ("ops", "dtypes", "archs", "strategies", "rows", "cols", "valid_rows", "valid_cols", "dst_dtypes", "params")
+MAX_POINTS = 20_000_000  # a grid's points (before `all` strategies multiply them): ~150 bytes of output each
 
 
 def parse_range(value: Any, what: str) -> list[int]:
@@ -31,6 +32,9 @@ def parse_range(value: Any, what: str) -> list[int]:
     a, b, step = int(m.group(1)), int(m.group(2)), int(m.group(3) or 1)
     if step < 1 or a < 1 or b < a:
         raise PtoCostError(f"malformed {what} {value!r}: need 1 <= A <= B and STEP >= 1")
+    if (b - a) // step + 1 > MAX_POINTS:
+        raise PtoCostError(f"{what} {value!r} has {(b - a) // step + 1:,} values; at most {MAX_POINTS:,} points are "
+                           "evaluated at once")
     return list(range(a, b + 1, step))
 
 
@@ -58,13 +62,45 @@ def expand(spec: dict[str, Any]):
     dst = _list(spec.get("dst_dtypes"), [""])
     rows = parse_range(spec["rows"], "rows")
     cols = parse_range(spec["cols"], "cols")
+    _check_names(ops, dtypes + [d for d in dst if d], archs)
+    valid = {key: _valid_count(spec.get(key), key) for key in ("valid_rows", "valid_cols")}
     combos = list(itertools.product(ops, dtypes, dst, archs, strategies))
+    n = len(combos) * len(rows) * len(cols)
+    if n > MAX_POINTS:
+        raise PtoCostError(f"the sweep grid has {n:,} points; at most {MAX_POINTS:,} are evaluated at once (a coarser "
+                           "STEP, or several specs)")
     base = pd.DataFrame(combos, columns=["op", "dtype", "dst_dtype", "arch", "strategy"])
     shapes = pd.MultiIndex.from_product([rows, cols], names=["rows", "cols"]).to_frame(index=False)
     frame = base.merge(shapes, how="cross")
     for key, col in (("valid_rows", "rows"), ("valid_cols", "cols")):
-        v = spec.get(key)
-        frame[key] = frame[col] if v in (None, "full") else frame[col].clip(upper=int(v))
+        # a fixed count larger than a point's tile is that point's error (valid region larger than the tile)
+        frame[key] = frame[col] if valid[key] is None else valid[key]
     for k, v in (spec.get("params") or {}).items():
         frame[k] = v
     return frame
+
+
+def _valid_count(value: Any, what: str) -> int | None:
+    """A fixed valid row or column count of every point, or None for the whole tile (`full` or absent)."""
+    if value is None or value == "full":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    text = str(value).strip()
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise PtoCostError(f"malformed {what} {value!r}: expected a count >= 1 (every point) or `full` (the whole tile)")
+
+
+def _check_names(ops: list, dtypes: list, archs: list) -> None:
+    """Raise on a name no point could be evaluated with: an unknown op, dtype or arch."""
+    from .arch import check_arch
+    from .catalog import instruction
+    from .dtypes import dtype
+
+    for op in ops:
+        instruction(op)
+    for d in dtypes:
+        dtype(d)
+    for a in archs:
+        check_arch(a)

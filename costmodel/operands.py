@@ -181,7 +181,12 @@ def _parse_mask(text: Any, lanes: int) -> tuple[int, int]:
         return int(text[0]), int(text[1])
     s = str(text).strip()
     if ":" in s:
-        hi, lo = (int(p, 0) for p in s.split(":", 1))
+        try:
+            hi, lo = (int(p, 0) for p in s.split(":", 1))
+        except ValueError:
+            raise ParamError(f"malformed mask {s!r}: expected HI:LO with two integers (hex 0x... or decimal)") from None
+        if not hi and not lo:
+            raise ParamError(f"mask {s!r} enables no lane; give at least one set bit")
         if hi >> 64 or lo >> 64 or hi < 0 or lo < 0:
             raise ParamError(f"mask {s!r}: each half must be a 64-bit unsigned value")
         if lanes <= 64 and hi:

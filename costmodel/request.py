@@ -55,6 +55,9 @@ class Request:
         return f"{self.op} on {self.arch}: {ops}{extra}"
 
 
+BREAKDOWN_FLOOR = 1e-6  # cycles: smaller parts are rounding residue of a fitted form, not a cost
+
+
 @dataclass(frozen=True)
 class Estimate:
     """The result of costing (and optionally verifying) one plan."""
@@ -73,7 +76,7 @@ class Estimate:
     request: Any = field(default=None, repr=False, compare=False)
     notes: tuple[str, ...] = ()
     trace: Any = field(default=None, repr=False, compare=False)
-    params_from: str = ""  # parameters not the request's own: "family" (another dtype), "body" (siblings), "anchors"
+    params_from: str = ""  # parameters not the request's own: "family" (another dtype), "body" (the measured ops whose chunks do the same work), "anchors"
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the estimate (no plan objects)."""
@@ -86,7 +89,7 @@ class Estimate:
             "strategy_source": self.strategy_source,
             "model": self.model,
             "cycles": float(self.cycles),
-            "breakdown": {k: float(v) for k, v in self.breakdown},
+            "breakdown": {k: float(v) for k, v in self.breakdown if abs(v) >= BREAKDOWN_FLOOR},
             "verified": "n/a" if self.verified is None else ("yes" if self.verified else "no"),
             "verify_note": self.verify_note,
             "notes": list(self.notes),

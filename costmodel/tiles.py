@@ -21,7 +21,8 @@ def parse_shape(text: str | tuple[int, int], *, what: str = "shape", allow_zero:
     else:
         m = _SHAPE_RE.match(str(text))
         if not m:
-            raise ShapeError(f"malformed {what} {text!r}: expected RxC with non-negative integers, e.g. 64x64")
+            kind = "non-negative" if allow_zero else "positive"
+            raise ShapeError(f"malformed {what} {text!r}: expected RxC with {kind} integers, e.g. 64x64")
         rows, cols = int(m.group(1)), int(m.group(2))
     low = 0 if allow_zero else 1
     if rows < low or cols < low:

@@ -7,39 +7,76 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from costmodel.errors import PtoCostError
+
+TABLE_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
 
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path in the target's directory; on success it replaces `path`, on error it is removed."""
-    target = Path(path)
+    """Yield a temporary path in the target's directory; on success it replaces `path` (with the target's mode, or a
+    new file's: 0666 less the umask), on error it is removed."""
+    target = Path(_not_a_directory(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp" + target.suffix, dir=target.parent)
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
+def _not_a_directory(path: str | os.PathLike) -> str | os.PathLike:
+    if Path(path).is_dir():
+        raise PtoCostError(f"output path {path} is a directory; give a file name")
+    return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def check_table_path(path: str | os.PathLike) -> str:
+    """Return the table format ('csv' or 'parquet') an output path's extension names; PtoCostError otherwise."""
+    fmt = TABLE_FORMATS.get(Path(_not_a_directory(path)).suffix.lower())
+    if fmt is None:
+        raise PtoCostError(f"output {path}: unknown table format {Path(path).suffix or '(no extension)'!r}; "
+                           f"accepted: {', '.join(TABLE_FORMATS)}")
+    return fmt
+
+
+def check_figure_path(path: str | os.PathLike) -> str:
+    """Return the figure format an output path's extension names (one matplotlib writes); PtoCostError otherwise."""
+    from matplotlib.figure import Figure
+
+    formats = Figure().canvas.get_supported_filetypes()
+    fmt = Path(_not_a_directory(path)).suffix.lstrip(".").lower()
+    if fmt not in formats:
+        raise PtoCostError(f"figure {path}: unknown image format {fmt or '(no extension)'!r}; accepted: "
+                           f"{', '.join(sorted(formats))}")
+    return fmt
+
+
 def write_frame(df, path: str | os.PathLike) -> None:
     """Write a DataFrame as CSV or Parquet (by extension), atomically."""
-    target = Path(path)
-    with atomic_path(target) as tmp:
-        if target.suffix.lower() in (".parquet", ".pq"):
+    fmt = check_table_path(path)
+    with atomic_path(path) as tmp:
+        if fmt == "parquet":
             try:
                 df.to_parquet(tmp, index=False)
             except ImportError:
-                from costmodel.errors import TraceError
-
-                raise TraceError("writing Parquet needs pyarrow (pip install 'pto-cost[parquet]')") from None
+                raise PtoCostError("writing Parquet needs pyarrow (pip install 'pto-cost[parquet]')") from None
         else:
             df.to_csv(tmp, index=False)
 
 
 def save_figure(fig, path: str | os.PathLike) -> None:
-    """Save a matplotlib figure (PNG/SVG/PDF by extension) atomically."""
-    target = Path(path)
-    with atomic_path(target) as tmp:
-        fig.savefig(tmp, format=target.suffix.lstrip(".").lower() or "png", dpi=150, bbox_inches="tight")
+    """Save a matplotlib figure (PNG/SVG/PDF/... by extension) atomically."""
+    fmt = check_figure_path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight")

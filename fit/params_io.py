@@ -27,10 +27,13 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> list[ParamRow]:
 
 
 def write_params(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool = True) -> int:
-    """Write `rows` (merged into the existing table at `path` when it exists) atomically; returns the row count."""
+    """Write `rows` atomically, merged into the existing table at `path`, or where there is none into the table in
+    use ($PTO_COST_PARAMS, else the shipped one: a new file is a whole table); returns the row count."""
+    from costmodel.models.params import shipped
+
     target = Path(path)
-    if merge and target.exists():
-        rows = merge_rows(read_table(target).rows, rows)
+    if merge:
+        rows = merge_rows((read_table(target) if target.exists() else shipped()).rows, rows)
     with atomic_path(target) as tmp:
         with open(tmp, "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)

@@ -62,7 +62,7 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(11, 6))
     xs = np.sort(df[x].unique())
-    for keys, g in df.groupby(series, sort=False):
+    for keys, g in df[df["cycles"].notna()].groupby(series, sort=False):  # unmodelled points: _mark_unmodelled
         keys = keys if isinstance(keys, tuple) else (keys,)
         g = g.groupby(x)["cycles"].first().reindex(xs)  # gaps where the strategy is illegal stay gaps
         ax.plot(g.index, g.to_numpy(), drawstyle="steps-post", marker=".", ms=3, lw=1.3, label=_series_label(keys, series))

@@ -9,9 +9,9 @@ from costmodel.errors import PtoCostError
 from .traces import check_trace, normalise_trace, request_kwargs, trace_request
 
 
-def predict_frame(df: pd.DataFrame, *, model: str = "auto") -> pd.DataFrame:
+def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd.DataFrame:
     """Return `df` (normalised as `read_trace` does) plus `predicted_cycles`, `strategy`, `model` and `note`
-    columns (never raises per row)."""
+    columns (never raises per row); `progress(done, total)` is called as rows are priced."""
     from costmodel.api import estimate_request
 
     df = normalise_trace(df)
@@ -26,7 +26,9 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto") -> pd.DataFrame:
     for line, msg in notes.items():
         note[pos[line]] = msg
     cache: dict[tuple, tuple] = {}
-    for _, row in good.iterrows():
+    for done, (_, row) in enumerate(good.iterrows()):
+        if progress is not None:
+            progress(done, len(good))
         i = pos[row["line"]]
         kw = request_kwargs(row)
         key = tuple(sorted((k, str(v)) for k, v in kw.items()))
@@ -40,6 +42,8 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto") -> pd.DataFrame:
             except Exception as exc:  # a bulk path never aborts on one row
                 cache[key] = (np.nan, "", "", f"internal error: {type(exc).__name__}: {exc}")
         pred[i], strat[i], used[i], note[i] = cache[key]
+    if progress is not None:
+        progress(len(good), len(good))
     out["predicted_cycles"] = pred
     out["strategy"] = strat
     out["model"] = used

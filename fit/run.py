@@ -1,7 +1,7 @@
 """`pto-cost fit`: check traces, fit every model the traces support, report, write parameters atomically."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,7 @@ class FitRun:
     sections: list[dict] = field(default_factory=list)
     rows: list = field(default_factory=list)
     pipeline: object = None
+    traces: tuple[str, ...] = ()  # the files read
 
 
 def outliers(frame: pd.DataFrame, predicted: np.ndarray, *, floor: float = 5.0) -> pd.DataFrame:
@@ -29,7 +30,7 @@ def outliers(frame: pd.DataFrame, predicted: np.ndarray, *, floor: float = 5.0) 
     err = (np.asarray(predicted, float) - meas) / meas * 100
     sigma = 1.4826 * np.nanmedian(np.abs(err - np.nanmedian(err)))
     bad = np.abs(err) > max(3 * sigma, floor)
-    cols = [c for c in ("line", "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols",
+    cols = [c for c in ("trace", "line", "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols",
                         "vf_impl_kind", "extra") if c in frame]
     out = frame.loc[bad, cols].copy()
     out["measured"] = meas[bad]
@@ -47,11 +48,11 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         good, bad = check_trace(read_trace(path))
         good["trace"] = Path(path).name
         frames.append(good)
-        problems += bad
+        problems += [replace(p, source=Path(path).name) for p in bad] if len(paths) > 1 else bad
     trace = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if trace.empty:
         raise TraceError("no usable trace rows: " + "; ".join(str(p) for p in problems[:3]))
-    run = FitRun(problems)
+    run = FitRun(problems, traces=tuple(Path(p).name for p in paths))
     source = "+".join(sorted(trace["trace"].unique()))
     arches = set(trace["arch"].str.lower())
     if "a2a3" in arches and model in ("formula", "all"):

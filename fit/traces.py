@@ -32,9 +32,14 @@ class Problem:
     line: int
     column: str
     message: str
+    source: str = ""  # the trace file, where several are read together
+
+    @property
+    def where(self) -> str:
+        return f"{self.source} line {self.line}" if self.source else f"line {self.line}"
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.column}: {self.message}"
+        return f"{self.where}: {self.column}: {self.message}"
 
 
 def read_trace(path: str | os.PathLike) -> pd.DataFrame:
@@ -46,12 +51,33 @@ def read_trace(path: str | os.PathLike) -> pd.DataFrame:
         if path.suffix.lower() in (".parquet", ".pq"):
             df = pd.read_parquet(path)
         else:
-            df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+            _check_field_counts(path)
+            df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False)
+    except TraceError:
+        raise
     except ImportError:
         raise TraceError(f"{path}: reading Parquet needs pyarrow (pip install 'pto-cost[parquet]')") from None
     except Exception as exc:  # pandas raises several parser error types
         raise TraceError(f"{path}: not a readable CSV/Parquet trace ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
     return normalise_trace(df, name=str(path))
+
+
+def _check_field_counts(path: Path) -> None:
+    """Raise TraceError naming the lines whose field count differs from the header's (pandas would shift such a
+    file's columns or drop fields silently)."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            raise TraceError(f"{path}: empty file; a trace needs a header row ({', '.join(REQUIRED)}, ...)")
+        bad = [(reader.line_num, len(row)) for row in reader if row and len(row) != len(header)]
+    if bad:
+        line, n = bad[0]
+        more = f" (and {len(bad) - 1} more line(s))" if len(bad) > 1 else ""
+        raise TraceError(f"{path}: line {line} has {n} fields but the header has {len(header)}{more}; quote fields "
+                         "that contain commas")
 
 
 def normalise_trace(df: pd.DataFrame, *, name: str = "trace") -> pd.DataFrame:

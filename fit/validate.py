@@ -29,9 +29,9 @@ class ValidationReport:
                 "unmodelled": records(self.unmodelled)}
 
 
-def validate_frame(trace: pd.DataFrame, *, model: str = "auto") -> ValidationReport:
-    """Predict every row of a measured trace and return the accuracy report."""
-    pred = predict_frame(trace, model=model)
+def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -> ValidationReport:
+    """Predict every row of a measured trace and return the accuracy report (`progress` as in predict_frame)."""
+    pred = predict_frame(trace, model=model, progress=progress)
     pred["measured_cycles"] = pd.to_numeric(pred["measured_cycles"], errors="coerce")
     if not pred["measured_cycles"].notna().any():
         raise TraceError("no row has a measured_cycles value: validate compares predictions with measurements "

@@ -95,6 +95,17 @@ def test_arch_comes_from_the_environment():
     (["estimate", "TMINS", "--shape", "64x64", "--nonsense"], "nonsense"),
     (["ops", "--family", "nope"], "unknown family"),
     (["estimate", "TCVT", "--shape", "8x8", "--dtype", "f32", "--arch", "a5"], "f32 converts to f32 f16 bf16"),
+    (["estimate", "BlockReduceMin", "--dtype", "f16", "--mask", "x:y"], "expected HI:LO with two integers"),
+    (["estimate", "BlockReduceMin", "--dtype", "f16", "--mask", "0:0"], "enables no lane"),
+    (["compare", "TMINS", "--shape", "64x64", "--across", "a9"], "unknown arch 'a9'"),
+    (["compare", "TMINS", "--shape", "64x64", "--across", ","], "--across needs arch names"),
+    (["compare", "TMINS", "--shape", "64x64", "--across", "a5", "--arch", "a2a3"], "either --arch or --across"),
+    (["plan", "TADD", "--shape", "4x64", "--arch", "a5", "--timeline", "--timeline-iterations", "0"], "timeline-iterations"),
+    (["plot", "TMINS", "--rows", "64", "--cols", "16:64:16", "-o", "fig.txt"], "unknown image format 'txt'"),
+    (["plot", "TMINS", "--rows", "64", "--cols", "1:1000000:1", "-o", "fig.png"], "at most 100,000 are drawn"),
+    (["predict", "tests/data/small_trace.csv", "-o", "out.txt"], "unknown table format '.txt'"),
+    (["predict", "tests/data/small_trace.csv", "-o", "tests"], "is a directory"),
+    (["validate", "tests/data/small_trace.csv", "-m", "pipeline"], "unknown model 'pipeline' for a2a3"),
 ])
 def test_bad_input_is_one_line_exit_2(args, needle):
     r = run(*args)
@@ -103,6 +114,55 @@ def test_bad_input_is_one_line_exit_2(args, needle):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_arch_from_the_environment_is_checked():
+    r = run("estimate", "TMINS", "--shape", "64x64", env={"PTO_COST_ARCH": "a9"})
+    assert r.returncode == 2 and "from $PTO_COST_ARCH" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ("ops: [TFOO]\nrows: 4\ncols: 64\n", "unknown op 'TFOO'"),
+    ("ops: [TMINS]\ndtypes: [f64]\nrows: 4\ncols: 64\n", "unknown dtype 'f64'"),
+    ("ops: [TMINS]\narchs: [a9]\nrows: 4\ncols: 64\n", "unknown arch 'a9'"),
+    ("ops: [TMINS]\nrows: 4\ncols: 64\nvalid_cols: '8:64:8'\n", "malformed valid_cols"),
+    ("ops: [TMINS]\nrows: '1:4'\ncols: 64\nvalid_rows: 100\n", "larger than the tile"),
+    ("ops: [TMINS]\nrows: 4\ncols: 64\nstrategies: [bogus]\n", "no point of the grid could be modelled"),
+    ("ops: [TMINS]\nrows: '1:100000'\ncols: '16:100000:16'\n", "625,000,000 points"),
+])
+def test_bad_sweep_specs_are_one_line_exit_2_and_write_nothing(tmp_path, spec, needle):
+    (tmp_path / "s.yaml").write_text(spec)
+    r = run("sweep", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out.csv"))
+    assert r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_trace_rows_with_more_fields_than_the_header_are_refused(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("arch,op,dtype,rows,cols,measured_cycles\na5,TADD,f32,1,64,55,x\na5,TADD,f32,1,64,55\n")
+    r = run("validate", str(bad))
+    assert r.returncode == 2 and "line 2 has 7 fields but the header has 6" in r.stderr, r.stderr
+
+
+def test_outputs_get_the_usual_file_mode(tmp_path):
+    import os
+    import stat
+
+    out = tmp_path / "p.csv"
+    r = run("predict", "tests/data/small_trace.csv", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask
+
+
+def test_compare_marks_one_fastest_preferring_the_default_on_a_tie():
+    r = run("compare", "TMINS", "--shape", "64x64", "--dtype", "f32", "--json")
+    doc = json.loads(r.stdout)
+    best = min(s["cycles"] for s in doc["strategies"])
+    assert sum(s["fastest"] for s in doc["strategies"]) == 1
+    tied = [s for s in doc["strategies"] if s["cycles"] == best]
+    assert len(tied) > 1 and doc["fastest"] == doc["default"] and doc["fastest_saving_pct"] == 0.0
 
 
 def test_compare_marks_default_and_fastest():
@@ -140,7 +200,7 @@ def test_ops_lists_the_catalogue():
     # which model prices each modelled op: measured ops by their own formula, unmeasured ones by their measured
     # siblings' body, an op with no measured sibling (TRSQRT: two SFU ops per chunk) by the pipeline
     by = {i["name"]: i.get("a5_priced_by") for i in doc5}
-    assert by["TADD"] == by["TCVT"] == "formula" and by["TABS"] == by["TADDS"] == "siblings"
+    assert by["TADD"] == by["TCVT"] == "formula" and by["TABS"] == by["TADDS"] == "body"
     assert by["TRSQRT"] == "anchored" and by["TSELS"] is None
 
 
@@ -165,3 +225,9 @@ def test_breakdown_text_never_prints_minus_zero_or_empty_parts():
     text = breakdown_text((("startup", 67.8), ("iterations", -3e-6), ("flat program", 11.6)))
     assert text == "startup 67.8  flat program 11.6"
     assert breakdown_text((("iterations", 0.01),)) == "-"
+
+
+def test_a_forced_a5_strategy_says_so_and_names_the_default():
+    r = run("plan", "TMINS", "--shape", "64x64", "--arch", "a5", "--strategy", "1d-post-update")
+    assert r.returncode == 0, r.stderr
+    assert "1d-post-update as asked; the default would be 2d-no-post-update" in r.stdout

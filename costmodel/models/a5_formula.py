@@ -226,8 +226,8 @@ class A5FormulaModel:
                                    "fit that did not see its tile shape",
                             "family": f"formula parameters of the family {family_of(key)} ({key['dtype']} was not "
                                       "measured)",
-                            "body": f"formula parameters of the body measured ops doing the same work per chunk "
-                                    f"share ({sig}; {key['name']} was not measured)"}[src]
+                            "body": f"{key['name']} was not measured: priced by the formula of the measured ops "
+                                    f"whose chunks do the same work (body {sig})"}[src]
         f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim).items()}
         D, P = bounds(p, d, f)
         A = float(address_bound(d, f))

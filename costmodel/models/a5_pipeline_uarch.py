@@ -134,7 +134,14 @@ def read_params(path=None) -> tuple[A5Uarch, dict[str, dict[str, str]]]:
     return A5Uarch().with_values({k: float(r["value"]) for k, r in by_name.items()}), by_name
 
 
-@functools.cache
 def shipped() -> A5Uarch:
-    """Return the parameters shipped in data/a5_pipeline_params.csv."""
-    return read_params()[0]
+    """Return the parameters in use: $PTO_COST_PIPELINE_PARAMS when set (a user's own fit), else those shipped in
+    data/a5_pipeline_params.csv."""
+    import os
+
+    return _load(os.environ.get("PTO_COST_PIPELINE_PARAMS") or None)
+
+
+@functools.cache
+def _load(path: str | None) -> A5Uarch:
+    return read_params(path)[0]

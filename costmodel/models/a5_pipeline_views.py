@@ -136,7 +136,7 @@ class Timeline:
         if shown < len(self.trace):
             lines.append(f"... {len(self.trace) - shown} more dynamic instructions not shown "
                          f"(first {self.max_iterations} iterations of each loop)")
-        lines.append(f"VF cycles {self.trace.end:.2f} = last done + drain {self.trace.drain:g}")
+        lines.append(f"this timeline ends at cycle {self.trace.end:.2f} (last done + drain {self.trace.drain:g})")
         return "\n".join(lines)
 
 
@@ -153,7 +153,7 @@ class BottleneckView:
                 "bottleneck": list(self.bottleneck)}
 
     def to_text(self) -> str:
-        lines = [f"simulated {self.cycles:.2f} cycles; bounds (>= 98 % of it = bottleneck):"]
+        lines = [f"estimate {self.cycles:.2f} cycles at the full trip counts; bounds (>= 98 % of it = bottleneck):"]
         for name, v in sorted(self.bounds, key=lambda kv: -kv[1]):
             mark = "  <- bottleneck" if name in self.bottleneck else ""
             share = v / self.cycles * 100 if self.cycles else 0.0

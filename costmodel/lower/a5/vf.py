@@ -212,7 +212,8 @@ def lower(req: Request, strategy: str) -> Plan:
     alias = alias_source(list(req.tiles)) if truthy(req.param("in_place", "")) else None
     buffers = allocate("a5", list(req.tiles), alias=alias)
     body = emit(strategy, segs)
-    notes = [dispatch.resolve(req)[1]]
+    default, why = dispatch.resolve(req)
+    notes = [why if strategy == default else f"{strategy} as asked; the default would be {default} ({why})"]
     if alias:
         notes.append(f"in place: dst overwrites {alias} (each chunk is loaded before it is stored)")
     if not body:
