@@ -281,11 +281,23 @@ def vf_impl_kind(value: Any) -> str:
     return key
 
 
+# op parameters and the families that read them (a parameter given to another family's op would be ignored)
+PARAM_FAMILIES = {
+    "round_mode": ("convert",), "saturation": ("convert",),
+    "binary": ("col_reduce",), "dst_layout": ("row_reduce", "data_movement"), "src_layout": ("data_movement",),
+    "gm_shape": ("data_movement",), "pad": ("data_movement",),
+    "expand_mode": ("row_expand", "row_expand_binary"), "expanded": ("row_expand", "row_expand_binary"),
+    "idx_dtype": ("partial", "gather_scatter"), "order": ("binary_scalar",),
+    **dict.fromkeys(("repeat", "mask", "dst_rep_stride", "src_blk_stride", "src_rep_stride"), ("block_reduce",)),
+}
+
+
 def _arch_rules(inst, arch, dt, tiles, params):
-    """Check the parameters that only some arches take, and the A5 tile relations (isa.md §3 constraints)."""
-    for key in ("round_mode", "saturation"):
-        if key in params and inst.family != "convert":
-            raise ParamError(f"{key} applies to TCVT only, not {inst.name}")
+    """Check the parameters that only some families or arches take, and the A5 tile relations (isa.md §3
+    constraints)."""
+    for key, families in PARAM_FAMILIES.items():
+        if key in params and inst.family not in families:
+            raise ParamError(f"{key} applies to {' and '.join(families)} ops, not {inst.name} ({inst.family})")
     if "vf_impl_kind" in params:
         if arch != "a5":
             raise ParamError(f"vf_impl_kind selects the A5 VF loop form; {arch} has no VF (use --strategy)")

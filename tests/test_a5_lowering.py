@@ -305,7 +305,7 @@ def test_convert_and_variant_parameters():
         make_request("TCVT", "1x64", "f32", arch="a5", dst_dtype="f16", round_mode="up")
     with pytest.raises(ParamError, match="saturation"):
         make_request("TCVT", "1x64", "f32", arch="a5", dst_dtype="f16", saturation="maybe")
-    with pytest.raises(ParamError, match="TCVT only"):
+    with pytest.raises(ParamError, match="round_mode applies to convert ops, not TADD"):
         make_request("TADD", "1x64", "f32", arch="a5", round_mode="rint")
     with pytest.raises(ParamError, match="float algorithm"):
         make_request("TRECIP", "1x64", "i32", arch="a5", precision="high_precision")

@@ -96,6 +96,7 @@ def test_arch_comes_from_the_environment():
     (["ops", "--family", "nope"], "unknown family"),
     (["estimate", "TCVT", "--shape", "8x8", "--dtype", "f32", "--arch", "a5"], "f32 converts to f32 f16 bf16"),
     (["estimate", "BlockReduceMin", "--dtype", "f16", "--mask", "x:y"], "expected HI:LO with two integers"),
+    (["estimate", "TMINS", "--shape", "64x64", "--binary"], "binary applies to col_reduce ops, not TMINS"),
     (["estimate", "BlockReduceMin", "--dtype", "f16", "--mask", "0:0"], "enables no lane"),
     (["compare", "TMINS", "--shape", "64x64", "--across", "a9"], "unknown arch 'a9'"),
     (["compare", "TMINS", "--shape", "64x64", "--across", ","], "--across needs arch names"),
