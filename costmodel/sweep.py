@@ -266,6 +266,8 @@ def _warm_pipeline(plans: list, models: Models) -> None:
                 continue
             except NotModelledError:
                 pass
+            except PtoCostError:  # priced by no model: the pricing pass reports it
+                continue
         progs += [x for x in p.body if isinstance(x, VfProgram)]
     pipe.warm(progs)
 

@@ -10,10 +10,10 @@ lower/a2a3/elementwise.py decides them per request) are numpy masks.
 
 Read from the lowering code on the group's representative request (one source of truth): the lowering row and its
 named alternatives, their mode-rule EPR (`elementwise.epr_of`); a conversion's chain of vconv steps, its CTRL
-writes and the EPRs of its mode rules (lower/a2a3/convert.py); TSEL's vsel step (lower/a2a3/select.py); the built steps (intrinsic, compute dtype, EPR,
-`as=` lane ratio, operand buffers and row strides), the buffers the allocator places, the arch constants. What this
-module restates are the per-mode counts and decision rules over arrays; tests/test_sweep_vector.py compares them
-with the plan path under hypothesis.
+writes and the EPRs of its mode rules (lower/a2a3/convert.py); TSEL's vsel step (lower/a2a3/select.py); the built
+steps (intrinsic, compute dtype, EPR, `as=` lane ratio, operand buffers and row strides), the buffers the allocator
+places, the arch constants. What this module restates are the per-mode counts and decision rules over arrays (TSEL's
+one-call rule among them); tests/test_sweep_vector.py compares them with the plan path under hypothesis.
 
 Not covered (None: the sweep lowers each request): scalar-loop rows, `@hook` sequences, unknown modes or steps.
 Rows marked for the fallback: requests `make_request` may reject, buffers beyond the UB, valid columns that are not
