@@ -6,13 +6,13 @@ For each measured file: 5-fold cross-validation grouped by tile shape (a shape's
 and test) and grouped by measured case (one case held out, the other ops at its shape kept: how withheld
 measurements of the same campaign relate to published ones), reported per op and overall (MAPE, median and worst
 APE, share within 5 %), the same numbers in-sample with the shipped parameters, Kendall tau of the predicted vs
-measured order of strategies measured on the same shape, and the fit time; optionally the same CV on several fold
-assignments; for A5, the rows no monotone model can price within 5 % under those folds (the data's own floor), the
-formula on each op left out of its fit entirely (priced by the body of the measured ops doing the same work per
-chunk); then a nested
-cross-validation (the fit's own choices made inside each outer fold: the figure without selection bias). The A5
-pipeline model's cross-validation and leave-one-op-out figures are in benchmarks/a5_pipeline.py (slower: it refits
-a simulator per fold). Skips cleanly when ../shared/measured is absent.
+measured order of strategies measured on the same request and the regret of taking the predicted fastest, and the
+fit time; optionally the same CV on several fold assignments; for A5, the rows no monotone model can price within
+5 % under those folds (the data's own floor), the formula on each op left out of its fit entirely (priced by the
+body of the measured ops doing the same work per chunk); then a nested cross-validation (the fit's own choices
+made inside each outer fold: the figure without selection bias). The A5 pipeline model's cross-validation and
+leave-one-op-out figures are in benchmarks/a5_pipeline.py (slower: it refits a simulator per fold). Skips cleanly
+when ../shared/measured is absent.
 """
 from __future__ import annotations
 
@@ -38,13 +38,12 @@ def _table(df: pd.DataFrame, pred: str) -> pd.DataFrame:
     return pd.concat([per_op, overall], ignore_index=True)[["op", "n", "mape", "median_ape", "worst_ape", "within_5"]]
 
 
-def _order_tau(df: pd.DataFrame, pred: str) -> float:
-    from fit.metrics import strategy_order_tau
+def _choice(df: pd.DataFrame, pred: str) -> str:
+    from fit.metrics import strategy_choice
 
-    key = ["op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols", "op_params"]
-    key = [k for k in key if k in df]
-    multi = df.groupby(key, dropna=False)["vf_impl_kind" if "vf_impl_kind" in df else "op"].transform("nunique") > 1
-    return strategy_order_tau(df[multi], key, pred=pred)
+    c = strategy_choice(df, pred=pred)
+    return (f"Kendall tau {c['order_tau']:.3f} over {c['pairs']} pairs, predicted fastest right in "
+            f"{c['picked_fastest']:.0f} %, regret {c['regret_mean']:.2f} % (worst {c['regret_max']:.2f} %)")
 
 
 def _used_rows(arch: str, trace: pd.DataFrame, fit) -> pd.DataFrame:
@@ -88,8 +87,8 @@ def run(arch: str, path: Path, k: int) -> None:
     with pd.option_context("display.width", 250, "display.max_rows", 100, "display.float_format", "{:.2f}".format):
         print(both.rename(columns=lambda c: c.replace("_ape", "")).to_string(index=False))
     if "vf_impl_kind" in used and used["vf_impl_kind"].astype(str).str.len().any():
-        print(f"strategy order (same shape, different vf_impl_kind): Kendall tau CV {_order_tau(used, 'cv_cycles'):.3f}, "
-              f"in-sample {_order_tau(shipped[shipped['predicted_cycles'].notna()], 'predicted_cycles'):.3f}")
+        print(f"strategies measured on one request: CV {_choice(used, 'cv_cycles')}; in-sample "
+              f"{_choice(shipped[shipped['predicted_cycles'].notna()], 'predicted_cycles')}")
     worst = used.assign(ape=(used["cv_cycles"] - used["measured_cycles"]).abs() / used["measured_cycles"] * 100)
     print("worst cross-validated rows:")
     cols = [c for c in ("op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols", "vf_impl_kind",

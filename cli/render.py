@@ -141,6 +141,12 @@ def validation_text(rep, name: str) -> None:
     if o["n"]:
         con.print(f"overall: MAPE {o['mape']:.2f} %, median {o['median_ape']:.2f} %, worst {o['worst_ape']:.2f} %, "
                   f"within 5 % {o['within_5']:.1f} %, Kendall tau {o['kendall_tau']:.3f}")
+        c = o.get("strategies") or {}
+        if c.get("requests"):
+            con.print(f"strategies measured on one request ({c['requests']} requests, {c['pairs']} pairs): order tau "
+                      f"{c['order_tau']:.3f}; the predicted fastest is a measured fastest in {c['picked_fastest']:.0f} % "
+                      f"of them, and costs {c['regret_mean']:.2f} % more than the measured fastest on average "
+                      f"(p95 {c['regret_p95']:.2f} %, worst {c['regret_max']:.2f} %)")
         con.print(_metrics_table("per op", rep.per_op, ["arch", "op"]))
     if len(rep.unmodelled):
         notes = rep.unmodelled.groupby("note", sort=False)["line"].apply(lambda s: ", ".join(map(str, s))).reset_index()

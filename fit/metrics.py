@@ -1,4 +1,5 @@
-"""Accuracy metrics of predictions against measurements: MAPE, median/worst APE, share within 5 %, Kendall tau."""
+"""Accuracy metrics of predictions against measurements: MAPE, median/worst APE, share within 5 %, Kendall tau, and
+how well the predictions choose between strategies measured on the same request (order, regret)."""
 from __future__ import annotations
 
 import numpy as np
@@ -55,3 +56,37 @@ def strategy_order_tau(df: pd.DataFrame, shape_cols: list[str], pred: str = "pre
                 discordant += s < 0
     total = concordant + discordant
     return float((concordant - discordant) / total) if total else float("nan")
+
+
+# the columns that make two trace rows the same request measured in different strategies (vf_impl_kind / strategy)
+REQUEST_KEY = ("arch", "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols", "op_params",
+               "round_mode", "saturation_mode", "extra")
+
+
+def strategy_choice(df: pd.DataFrame, pred: str = "predicted_cycles", meas: str = "measured_cycles") -> dict:
+    """How well the predictions choose among strategies measured on the same request (rows equal on REQUEST_KEY):
+    `requests` with two or more measured strategies, `pairs` of them ordered, `order_tau` (Kendall tau over the
+    pooled pairs), `picked_fastest` (% of requests whose predicted fastest is a measured fastest) and the regret of
+    taking the predicted fastest — its measured cycles over the measured fastest's, minus 1, in % — as
+    `regret_mean`, `regret_p95` and `regret_max` (NaN where no request has two strategies)."""
+    key = [c for c in REQUEST_KEY if c in df]
+    ok = df[pred].notna() & df[meas].notna()
+    regrets, picked, pairs = [], [], 0
+    multi = []
+    for _, g in df[ok].groupby(key, dropna=False, sort=False):
+        if len(g) < 2:
+            continue
+        multi.append(g)
+        p, m = g[pred].to_numpy(float), g[meas].to_numpy(float)
+        chosen = m[np.argmin(p)]
+        regrets.append((chosen / m.min() - 1) * 100)
+        picked.append(chosen == m.min())
+        pairs += len(g) * (len(g) - 1) // 2
+    if not multi:
+        nan = float("nan")
+        return {"requests": 0, "pairs": 0, "order_tau": nan, "picked_fastest": nan, "regret_mean": nan,
+                "regret_p95": nan, "regret_max": nan}
+    r = np.asarray(regrets)
+    return {"requests": len(multi), "pairs": pairs, "order_tau": strategy_order_tau(pd.concat(multi), key, pred, meas),
+            "picked_fastest": float(np.mean(picked) * 100), "regret_mean": float(r.mean()),
+            "regret_p95": float(np.percentile(r, 95)), "regret_max": float(r.max())}

@@ -43,6 +43,7 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -
     overall = metrics.summary(scored["predicted_cycles"], scored["measured_cycles"])
     overall["rows"] = int(len(pred))
     overall["unmodelled"] = int(len(pred) - len(scored))
+    overall["strategies"] = metrics.strategy_choice(scored)
     per_op = metrics.grouped(scored, ["arch", "op"]) if len(scored) else pd.DataFrame()
     per_group = metrics.grouped(scored, ["arch", "op", "dtype", "strategy"]) if len(scored) else pd.DataFrame()
     unmod = pred[~ok][["line", "arch", "op", "dtype", "note"]]

@@ -52,3 +52,21 @@ def test_validate_command_json_plot_and_exit_codes(tmp_path):
     CASES.to_csv(tmp_path / "cases.csv", index=False)
     r = run("validate", str(tmp_path / "cases.csv"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "measured_cycles" in r.stderr
+
+
+def test_strategy_choice_scores_order_and_regret():
+    """Two requests measured in two strategies each: one predicted in the right order, one in the wrong one."""
+    import numpy as np
+    import pandas as pd
+
+    from fit.metrics import strategy_choice
+
+    df = pd.DataFrame({"arch": "a5", "op": "TADD", "dtype": "f32", "rows": [1, 1, 2, 2, 3],
+                       "cols": 64, "vf_impl_kind": ["A", "B", "A", "B", "A"],
+                       "measured_cycles": [100.0, 110.0, 100.0, 120.0, 50.0],
+                       "predicted_cycles": [90.0, 95.0, 130.0, 125.0, 55.0]})
+    c = strategy_choice(df)
+    assert c["requests"] == 2 and c["pairs"] == 2 and c["order_tau"] == 0.0
+    assert c["picked_fastest"] == 50.0
+    assert np.isclose(c["regret_mean"], 10.0) and np.isclose(c["regret_max"], 20.0)
+    assert np.isnan(strategy_choice(df.iloc[[0, 2, 4]])["order_tau"])
