@@ -462,7 +462,7 @@ def sweep_cmd(
     engine: Annotated[str, typer.Option("--engine", help="local, or dask (needs pto-cost\\[dask]).")] = "local",
     workers: Annotated[Optional[int], typer.Option("--workers", help="Dask workers of the local cluster.")] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Address of an existing dask scheduler.")] = None,
-    verify_sample: Annotated[int, typer.Option("--verify-sample", help="Emulate N random points against the golden; fail if any disagrees.")] = 0,
+    verify_sample: Annotated[int, typer.Option("--verify-sample", min=0, help="Emulate N random points against the golden; fail if any disagrees.")] = 0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the verify sample.")] = 0,
     model: ModelOpt = "auto",
 ) -> None:
@@ -475,16 +475,20 @@ def sweep_cmd(
     from . import render
 
     check_table_path(output)
+    if engine not in ("local", "dask"):
+        raise PtoCostError(f"unknown engine {engine!r}; accepted: local, dask")
+    if engine == "local" and (workers is not None or scheduler):
+        raise PtoCostError("--workers and --scheduler choose the dask cluster; add --engine dask")
+    if workers is not None and scheduler:
+        raise PtoCostError("give either --workers (a local dask cluster) or --scheduler (an existing one), not both")
     grid = expand(_load_spec(spec))
     model = _load_spec(spec).get("model", model) if model == "auto" else model
     con = render.console(stderr=True)
     if engine == "local":
         with render.progress("sweeping", len(grid)) as tick:
             df = sweep(grid, model=model, progress=tick)
-    elif engine == "dask":
-        df = sweep_dask(grid, model=model, scheduler=scheduler, workers=workers)
     else:
-        raise PtoCostError(f"unknown engine {engine!r}; accepted: local, dask")
+        df = sweep_dask(grid, model=model, scheduler=scheduler, workers=workers)
     if len(df) and df["cycles"].isna().all():
         raise PtoCostError(f"no point of the grid could be modelled ({output} not written): {df['note'].iloc[0]}")
     write_frame(df, output)

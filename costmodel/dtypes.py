@@ -85,9 +85,12 @@ def all_dtypes() -> tuple[DType, ...]:
 
 
 def dtype(name: str | DType) -> DType:
-    """Return the element type for a canonical name or an alias (`fp16`, `float32`, `half`, `int8`, ...)."""
+    """Return the element type for a canonical name, an alias (`fp16`, `float32`, `half`, `int8`, ...) or a numpy
+    type (np.float16, np.dtype('int8'), ml_dtypes.bfloat16)."""
     if isinstance(name, DType):
         return name
+    if isinstance(name, (type, np.dtype)):
+        return from_numpy(name)
     found = _table()[1].get(str(name).strip().lower())
     if found is None:
         names = " ".join(d.name for d in all_dtypes())

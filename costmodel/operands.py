@@ -63,6 +63,7 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     dst_dt = as_dtype(dst_dtype) if dst_dtype else None
     inst.check_dtype(arch, dt, dst_dt)
     params = {k: v for k, v in params.items() if v is not None}
+    _check_param_names(params)
     fam = inst.family
     sv = static_valid
     if fam == "block_reduce":
@@ -287,9 +288,26 @@ PARAM_FAMILIES = {
     "binary": ("col_reduce",), "dst_layout": ("row_reduce", "data_movement"), "src_layout": ("data_movement",),
     "gm_shape": ("data_movement",), "pad": ("data_movement",),
     "expand_mode": ("row_expand", "row_expand_binary"), "expanded": ("row_expand", "row_expand_binary"),
-    "idx_dtype": ("partial", "gather_scatter"), "order": ("binary_scalar",),
+    "idx_dtype": ("partial", "gather_scatter"), "order": ("binary_scalar",), "mask_variant": ("compare_select",),
+    **dict.fromkeys(("layout", "gm_dynamic", "src_loc", "dst_loc"), ("data_movement",)),
     **dict.fromkeys(("repeat", "mask", "dst_rep_stride", "src_blk_stride", "src_rep_stride"), ("block_reduce",)),
 }
+
+
+# parameters several families read, each checking them itself
+SHARED_PARAMS = ("scalar", "in_place", "vf_impl_kind", "precision", "src_valid")
+
+
+def _check_param_names(params: dict) -> None:
+    """Raise ParamError on a keyword no op reads (a typo would otherwise be silently ignored)."""
+    import difflib
+
+    known = (*SHARED_PARAMS, *PARAM_FAMILIES)
+    for key in params:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise ParamError(f"unknown parameter {key!r}; {hint}accepted: {', '.join(sorted(known))}")
 
 
 def _arch_rules(inst, arch, dt, tiles, params):

@@ -141,8 +141,20 @@ def sweep(frame, *, model: str = "auto", progress: Callable[[int, int], None] | 
     cannot be modelled), `model`, `default` (bool), `best` (the fastest legal strategy) and `note`. The string
     columns the sweep writes (strategy, model, best, note, and added constant columns) are categorical.
     """
+    check_model(model)
     f = Frame(frame)
     return assemble(f, _evaluate(f, model, progress, vectorised))
+
+
+def check_model(model: str) -> None:
+    """Raise PtoCostError for a model name no arch has (one an arch lacks is that arch's rows' note)."""
+    from .arch import ARCHES
+    from .errors import PtoCostError
+    from .models import registry
+
+    known = {"auto", *(n for a in ARCHES for n in registry.names(a))}
+    if model not in known:
+        raise PtoCostError(f"unknown model {model!r}; accepted: {', '.join(sorted(known))}")
 
 
 def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> Results:
@@ -289,6 +301,9 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
     except ImportError:
         raise PtoCostError("the dask engine needs the optional extra: pip install 'pto-cost[dask]'") from None
 
+    check_model(model)
+    if workers is not None and workers < 1:
+        raise PtoCostError(f"--workers must be at least 1, got {workers}")
     f = Frame(frame.reset_index(drop=True))
     slim = _slim(f)
     k = npartitions or max(1, min(f.n // 2000 + 1, workers or 2))
@@ -296,7 +311,10 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
     parts = [slim.iloc[a:b] for a, b in zip(starts, starts[1:] + [f.n])]
     cluster, own = None, client is None
     if client is None and scheduler:
-        client = Client(scheduler)
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise PtoCostError(f"cannot reach the dask scheduler at {scheduler} ({str(exc).splitlines()[0]})") from None
     elif client is None:
         cluster = local_cluster(workers or 2, processes=processes)
         client = Client(cluster)

@@ -5,22 +5,26 @@ import numpy as np
 import pandas as pd
 
 
-def _pyplot():
+def _figure(**kw):
+    """A matplotlib Figure of its own (no pyplot state, no backend chosen: the caller saves or displays it)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kw)
+
+
+def _cmap(name: str, n: int):
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return matplotlib.colormaps[name].resampled(max(n, 1))
 
 
 def validation_figure(df: pd.DataFrame, title: str = ""):
     """Return a figure: predicted vs measured (log-log, y = x and ±5 % bands) and APE per row, coloured by op."""
-    plt = _pyplot()
     ok = df[np.isfinite(df["predicted_cycles"]) & np.isfinite(df["measured_cycles"])]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.5))
+    fig = _figure(figsize=(13, 5.5))
+    ax1, ax2 = fig.subplots(1, 2)
     ops = sorted(ok["op"].unique())
-    cmap = plt.get_cmap("tab20", max(len(ops), 1))
+    cmap = _cmap("tab20", len(ops))
     for i, op in enumerate(ops):
         g = ok[ok["op"] == op]
         ax1.scatter(g["measured_cycles"], g["predicted_cycles"], s=14, color=cmap(i), label=op)
@@ -59,8 +63,8 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
 
     Lines are drawn as steps between sampled shapes so repeat and 255-repeat boundaries stay visible.
     """
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(11, 6))
+    fig = _figure(figsize=(11, 6))
+    ax = fig.subplots()
     xs = np.sort(df[x].unique())
     for keys, g in df[df["cycles"].notna()].groupby(series, sort=False):  # unmodelled points: _mark_unmodelled
         keys = keys if isinstance(keys, tuple) else (keys,)
@@ -120,10 +124,10 @@ def _runs(values: np.ndarray, step: float) -> list[tuple[float, float]]:
 def heatmap_figure(df: pd.DataFrame, title: str = ""):
     """Return heatmaps over rows × cols, one row of panels per dtype: default-strategy cycles, and the fastest
     strategy when several were evaluated."""
-    plt = _pyplot()
     dtypes = list(dict.fromkeys(df["dtype"]))
     panels = 2 if df["best"].nunique() > 1 else 1
-    fig, axes = plt.subplots(len(dtypes), panels, figsize=(7 * panels, 5 * len(dtypes)), squeeze=False)
+    fig = _figure(figsize=(7 * panels, 5 * len(dtypes)))
+    axes = fig.subplots(len(dtypes), panels, squeeze=False)
     for row, dt in enumerate(dtypes):
         sub = df[df["dtype"] == dt]
         d = sub[sub["default"]] if sub["default"].any() else sub
@@ -139,10 +143,12 @@ def heatmap_figure(df: pd.DataFrame, title: str = ""):
             best = d.pivot_table(index="rows", columns="cols", values="best", aggfunc="first")
             names = sorted(n for n in pd.unique(best.to_numpy().ravel()) if isinstance(n, str) and n)
             codes = best.apply(lambda c: c.map({n: i for i, n in enumerate(names)})).to_numpy(float)
-            cmap = plt.get_cmap("tab10", max(len(names), 1))
+            cmap = _cmap("tab10", len(names))
             axes[row, 1].imshow(codes, origin="lower", aspect="auto", cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5,
                                 extent=extent)
-            handles = [plt.Rectangle((0, 0), 1, 1, color=cmap(i)) for i in range(len(names))]
+            from matplotlib.patches import Rectangle
+
+            handles = [Rectangle((0, 0), 1, 1, color=cmap(i)) for i in range(len(names))]
             axes[row, 1].legend(handles, names, fontsize=7, loc="upper right")
             axes[row, 1].set_xlabel("columns (elements)")
             axes[row, 1].set_title(f"{dt}: fastest strategy")

@@ -44,6 +44,10 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
         pred[i], strat[i], used[i], note[i] = cache[key]
     if progress is not None:
         progress(len(good), len(good))
+    for col in ("rows", "cols", "valid_rows", "valid_cols"):  # read as text to be checked; numbers again when all are
+        num = pd.to_numeric(out[col], errors="coerce")
+        if num.notna().all() and (num == num.round()).all():
+            out[col] = num.astype(np.int64)
     out["predicted_cycles"] = pred
     out["strategy"] = strat
     out["model"] = used

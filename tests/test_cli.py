@@ -232,3 +232,17 @@ def test_a_forced_a5_strategy_says_so_and_names_the_default():
     r = run("plan", "TMINS", "--shape", "64x64", "--arch", "a5", "--strategy", "1d-post-update")
     assert r.returncode == 0, r.stderr
     assert "1d-post-update as asked; the default would be 2d-no-post-update" in r.stdout
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--workers", "2"], "add --engine dask"),
+    (["--engine", "dask", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "not both"),
+    (["--engine", "dask", "--workers", "-1"], "at least 1"),
+    (["--verify-sample", "-3"], "--verify-sample"),
+    (["--engine", "spark"], "unknown engine"),
+])
+def test_sweep_engine_options_are_checked_before_any_work(tmp_path, extra, needle):
+    (tmp_path / "s.yaml").write_text("ops: [TMINS]\nrows: '1:4'\ncols: 64\n")
+    r = run("sweep", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out.csv"), *extra)
+    assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "out.csv").exists()

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..catalog import instruction
-from ..errors import NotModelledError, ParamError
+from ..errors import NotModelledError, ParamError, PtoCostError, ShapeError
 from .kernels import apply
 
 Region = tuple[int, int]
@@ -20,7 +20,11 @@ Region = tuple[int, int]
 def _region(valid: Any, shape: tuple[int, int]) -> Region:
     if valid is None:
         return shape
-    return int(valid[0]), int(valid[1])
+    vr, vc = int(valid[0]), int(valid[1])
+    if not (0 <= vr <= shape[0] and 0 <= vc <= shape[1]):
+        raise ShapeError(f"valid region {vr}x{vc} does not fit the {shape[0]}x{shape[1]} tile; accepted: 0..{shape[0]} "
+                         f"x 0..{shape[1]}")
+    return vr, vc
 
 
 def _blank(shape: tuple[int, ...], dtype: np.dtype, out: np.ndarray | None) -> np.ndarray:
@@ -33,7 +37,17 @@ def _scalar(params: dict[str, Any], dtype: np.dtype, op: str) -> np.ndarray:
     return np.asarray(params["scalar"]).astype(dtype)
 
 
+ELEMENTWISE_OPERANDS = {"unary": 1, "binary": 2, "binary_scalar": 1}
+
+
 def _elementwise(inst, operands: Sequence[np.ndarray], valid, out, params) -> np.ndarray:
+    want = ELEMENTWISE_OPERANDS[inst.family]
+    if len(operands) != want:
+        raise ParamError(f"{inst.name} takes {want} source tile{'s' if want > 1 else ''}, got {len(operands)}")
+    if any(np.ndim(a) != 2 for a in operands):
+        raise ShapeError(f"{inst.name} takes 2-D tiles, got arrays of shapes {', '.join(str(np.shape(a)) for a in operands)}")
+    if len({np.shape(a) for a in operands}) > 1:
+        raise ShapeError(f"{inst.name} sources must have one shape, got {' and '.join(str(np.shape(a)) for a in operands)}")
     first = np.asarray(operands[0])
     vr, vc = _region(valid, first.shape)
     region = tuple(np.asarray(a)[:vr, :vc] for a in operands)
@@ -74,7 +88,14 @@ def golden(op: str, *operands: np.ndarray, valid: Any = None, out: np.ndarray | 
     fn = _FAMILIES.get(inst.family)
     if fn is None or not inst.kernel:
         raise NotModelledError(f"no golden semantics for {inst.name} ({inst.family}) yet")
-    return fn(inst, operands, valid, out, params)
+    if not operands:
+        raise ParamError(f"{inst.name} needs its source tiles as numpy arrays")
+    try:
+        return fn(inst, operands, valid, out, params)
+    except PtoCostError:
+        raise
+    except (TypeError, ValueError, IndexError) as exc:  # numpy's own complaint about operands that do not fit
+        raise ParamError(f"{inst.name}: operands do not fit its semantics ({str(exc).splitlines()[0]})") from None
 
 
 from . import families as _families  # noqa: E402,F401  (registers the remaining families)

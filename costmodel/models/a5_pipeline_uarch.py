@@ -127,11 +127,21 @@ def read_params(path=None) -> tuple[A5Uarch, dict[str, dict[str, str]]]:
             rows = [r for r in csv.DictReader(line for line in fh if not line.startswith("#"))]
     except FileNotFoundError:
         raise PtoCostError(f"A5 pipeline parameters {p} not found; run `pto-cost fit --model pipeline`") from None
+    if not rows or not {"name", "value"} <= set(rows[0]):
+        raise PtoCostError(f"{p}: not an A5 pipeline parameter table (needs name and value columns, one row per "
+                           "parameter, as `pto-cost fit --model pipeline` writes)")
     by_name = {r["name"]: r for r in rows}
     unknown = sorted(set(by_name) - set(PARAM_NAMES))
     if unknown:
         raise PtoCostError(f"{p}: unknown A5 pipeline parameter(s) {', '.join(unknown)}")
-    return A5Uarch().with_values({k: float(r["value"]) for k, r in by_name.items()}), by_name
+    missing = [n for n in PARAM_NAMES if n not in by_name]
+    if missing:
+        raise PtoCostError(f"{p}: A5 pipeline parameter(s) missing: {', '.join(missing)}")
+    try:
+        values = {k: float(r["value"]) for k, r in by_name.items()}
+    except (TypeError, ValueError):
+        raise PtoCostError(f"{p}: a parameter value is not a number") from None
+    return A5Uarch().with_values(values), by_name
 
 
 def shipped() -> A5Uarch:

@@ -12,6 +12,33 @@ import numpy as np
 SHAPE_COLUMNS = ("rows", "cols", "valid_rows", "valid_cols")
 
 
+REQUIRED_COLUMNS = ("op", "dtype", "rows", "cols")
+
+
+def check_frame(frame) -> None:
+    """Raise PtoCostError (one line) unless `frame` is a DataFrame with the request columns a sweep needs and whole
+    numbers in its shape columns."""
+    import pandas as pd
+
+    from ..errors import PtoCostError
+
+    if not isinstance(frame, pd.DataFrame):
+        raise PtoCostError(f"a sweep takes a pandas DataFrame of requests, got {type(frame).__name__}")
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame]
+    if missing:
+        raise PtoCostError(f"the sweep frame lacks column(s) {', '.join(missing)}; it needs {', '.join(REQUIRED_COLUMNS)} "
+                           "(optional: arch, dst_dtype, valid_rows, valid_cols, strategy, op parameters)")
+    for col in ("rows", "cols", "valid_rows", "valid_cols"):
+        if col not in frame or pd.api.types.is_integer_dtype(frame[col]):
+            continue
+        values = pd.to_numeric(frame[col], errors="coerce")
+        bad = values.notna() & (values != values.round()) | values.isna() & (frame[col].notna() if col.startswith(
+            "valid") else True)
+        if bad.any():
+            at = int(np.flatnonzero(bad.to_numpy())[0])
+            raise PtoCostError(f"sweep frame column {col}: {frame[col].iloc[at]!r} (row {at}) is not a whole number")
+
+
 class Frame:
     """The normalised request frame: the caller's columns plus the defaults `sweep` adds (DESIGN.md §2).
 
@@ -20,6 +47,7 @@ class Frame:
     """
 
     def __init__(self, frame):
+        check_frame(frame)
         self.df = frame.copy(deep=False)  # copy-on-write: the caller's frame is never modified
         self.n = len(frame)
         self.order = list(frame.columns)

@@ -1,0 +1,78 @@
+"""The Python API refuses bad input with one-line PtoCostError messages instead of ignoring it or failing deep inside."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import costmodel
+from costmodel.errors import ParamError, PtoCostError, ShapeError
+
+
+@pytest.mark.parametrize("call", [
+    lambda: costmodel.estimate("TMINS", "64x64", "f16", scalr=7.0),
+    lambda: costmodel.plan("TCOLSUM", "9x64", "f16", binray=True),
+    lambda: costmodel.compare("TMINS", "64x64", "f16", foo=1),
+    lambda: costmodel.best_strategy("TMINS", "64x64", "f16", foo=1),
+])
+def test_a_mistyped_keyword_is_an_error_naming_it(call):
+    with pytest.raises(ParamError, match="unknown parameter"):
+        call()
+
+
+def test_the_error_suggests_the_close_name():
+    with pytest.raises(ParamError, match="did you mean scalar"):
+        costmodel.estimate("TMINS", "64x64", "f16", scalr=7.0)
+
+
+def test_numpy_types_name_element_types():
+    assert costmodel.estimate("TMINS", "64x64", np.float16, verify=False).cycles == \
+        costmodel.estimate("TMINS", "64x64", "f16", verify=False).cycles
+
+
+def test_golden_checks_its_operands():
+    a = np.ones((16, 16), np.float32)
+    with pytest.raises(ParamError, match="takes 2 source tiles, got 1"):
+        costmodel.golden("TADD", a)
+    with pytest.raises(ShapeError, match="one shape"):
+        costmodel.golden("TADD", a, np.ones((8, 16), np.float32))
+    for valid in ((5, 40), (-1, 4)):
+        with pytest.raises(ShapeError, match="does not fit the 16x16 tile"):
+            costmodel.golden("TADD", a, a, valid=valid)
+    out = costmodel.golden("TADD", a, a, valid=(4, 4))
+    assert out[:4, :4].sum() == 32 and out.sum() == 32
+
+
+@pytest.mark.parametrize("frame, kw, needle", [
+    (pd.DataFrame({"op": ["TADD"], "dtype": ["f16"]}), {}, "lacks column(s) rows, cols"),
+    (pd.DataFrame({"op": ["TADD"], "dtype": ["f16"], "rows": ["a"], "cols": [64]}), {}, "'a' (row 0) is not a whole"),
+    ([1, 2], {}, "takes a pandas DataFrame"),
+    (pd.DataFrame({"op": ["TADD"], "dtype": ["f16"], "rows": [4], "cols": [64]}), {"model": "bogus"}, "unknown model"),
+])
+def test_sweep_refuses_frames_it_cannot_read(frame, kw, needle):
+    with pytest.raises(PtoCostError) as exc:
+        costmodel.sweep(frame, **kw)
+    assert needle in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_pipeline_parameter_file_must_be_one(tmp_path, monkeypatch):
+    from costmodel.models.a5_pipeline_uarch import read_params
+
+    junk = tmp_path / "junk.csv"
+    junk.write_text("a,b\n1,2\n")
+    with pytest.raises(PtoCostError, match="not an A5 pipeline parameter table"):
+        read_params(junk)
+    _, rows = read_params()
+    partial = tmp_path / "partial.csv"
+    partial.write_text("name,value\n" + "".join(f"{n},{r['value']}\n" for n, r in list(rows.items())[:3]))
+    with pytest.raises(PtoCostError, match="missing"):
+        read_params(partial)
+    monkeypatch.setenv("PTO_COST_PIPELINE_PARAMS", str(junk))
+    with pytest.raises(PtoCostError):
+        costmodel.estimate("TADD", "8x640", "f32", arch="a5", model="pipeline", verify=False)
+
+
+def test_predict_keeps_shape_columns_numeric(tmp_path):
+    from fit.predict import predict_frame
+
+    trace = pd.DataFrame({"arch": ["a2a3"], "op": ["TMINS"], "dtype": ["f16"], "rows": [64], "cols": [64]})
+    out = predict_frame(trace)
+    assert out["rows"].dtype == np.int64 and out["cols"].dtype == np.int64 and out["predicted_cycles"].notna().all()
