@@ -61,11 +61,12 @@ def compare(
 ) -> None:
     """Cost every legal emission strategy of one request; mark the default and the fastest (with its saving)."""
     import costmodel
+    from costmodel.api import default_and_fastest
+    from costmodel.arch import check_arch
     from costmodel.errors import PtoCostError
 
     from . import render
 
-    from costmodel.arch import check_arch
 
     kw = _kwargs(req)
     shape, dtype, arch = kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None)
@@ -87,7 +88,7 @@ def compare(
             docs.append({"arch": a, "error": str(exc)})
             tables.append((a, str(exc)))
             continue
-        default, fastest = render.default_and_fastest(ests)
+        default, fastest = default_and_fastest(ests)
         best = fastest.cycles
         docs.append({"op": ests[0].op, "arch": ests[0].arch, "model": ests[0].model, "default": default.strategy,
                      "fastest": fastest.strategy,

@@ -79,13 +79,6 @@ def estimate_text(e) -> None:
     console().print(t)
 
 
-def default_and_fastest(ests):
-    """Return (the default estimate, the fastest: the default where it ties the minimum, else the first minimum)."""
-    default = next((e for e in ests if e.strategy_source == "default"), ests[0])
-    best = min(e.cycles for e in ests)
-    return default, default if default.cycles == best else next(e for e in ests if e.cycles == best)
-
-
 def tiles_text(req) -> str:
     """Return the request's tiles ("dst 64x64 f16 (dynamic valid)"), one where all are alike ("" without one)."""
     if req is None:
@@ -99,6 +92,8 @@ def tiles_text(req) -> str:
 def compare_text(ests) -> None:
     """Print one row per strategy with cycles, breakdown and verified; mark the fastest and the default."""
     from rich.table import Table
+
+    from costmodel.api import default_and_fastest
 
     default, fastest = default_and_fastest(ests)
     e0 = ests[0]

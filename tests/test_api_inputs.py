@@ -76,3 +76,11 @@ def test_predict_keeps_shape_columns_numeric(tmp_path):
     trace = pd.DataFrame({"arch": ["a2a3"], "op": ["TMINS"], "dtype": ["f16"], "rows": [64], "cols": [64]})
     out = predict_frame(trace)
     assert out["rows"].dtype == np.int64 and out["cols"].dtype == np.int64 and out["predicted_cycles"].notna().all()
+
+
+def test_compare_frame_marks_one_fastest_preferring_the_default_on_a_tie():
+    df = costmodel.compare("TMINS", "64x64", "f32", verify=False)
+    best = df["cycles"].min()
+    assert (df["cycles"] == best).sum() > 1 and df["fastest"].sum() == 1
+    assert df.loc[df["fastest"], "strategy"].item() == df.loc[df["default"], "strategy"].item()
+    assert costmodel.best_strategy("TMINS", "64x64", "f32")[0] == df.loc[df["fastest"], "strategy"].item()
