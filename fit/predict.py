@@ -12,7 +12,11 @@ from .traces import check_trace, normalise_trace, request_kwargs, trace_request
 def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd.DataFrame:
     """Return `df` (normalised as `read_trace` does) plus `predicted_cycles`, `strategy`, `model` and `note`
     columns (never raises per row); `progress(done, total)` is called as rows are priced."""
-    from costmodel.api import estimate_request
+    from costmodel import lower
+    from costmodel.models.auto import cycles_of
+    from costmodel.sweep import Models
+
+    models = Models(model)  # one instance per arch for all rows: the pipeline's simulations are shared
 
     df = normalise_trace(df)
     good, problems = check_trace(df, require_measured=False)
@@ -35,8 +39,10 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
         if key not in cache:
             try:
                 req, how = trace_request(row)
-                e = estimate_request(req, model=model, verify=False)
-                cache[key] = (e.cycles, e.strategy, e.model, how)
+                strategy = lower.resolve_strategy(req)[0]
+                plan = lower.lower(req, strategy)
+                m = models.get(req.arch)
+                cache[key] = (cycles_of(m, plan), strategy, m.name, how)
             except PtoCostError as exc:
                 cache[key] = (np.nan, "", "", str(exc))
             except Exception as exc:  # a bulk path never aborts on one row
