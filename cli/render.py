@@ -71,7 +71,7 @@ def estimate_text(e) -> None:
     t.add_row("model", plain(e.model))
     t.add_row("cycles", fmt_cycles(e.cycles))
     t.add_row("breakdown", breakdown_text(e.breakdown))
-    verified = e.to_dict()["verified"]
+    verified = e.verified_text
     style = {"yes": "green", "no": "red"}.get(verified, "yellow")
     t.add_row("verified", f"[{style}]{verified}[/] ({plain(e.verify_note)})")
     for n in e.notes:
@@ -108,7 +108,7 @@ def compare_text(ests) -> None:
             tags.append("fastest")
         name = e.strategy + (f" ({', '.join(tags)})" if tags else "")
         rel = (e.cycles / default.cycles - 1) * 100 if default.cycles else 0.0
-        t.add_row(plain(name), fmt_cycles(e.cycles), f"{rel:+.1f}%", plain(breakdown_text(e.breakdown)), e.to_dict()["verified"])
+        t.add_row(plain(name), fmt_cycles(e.cycles), f"{rel:+.1f}%", plain(breakdown_text(e.breakdown)), e.verified_text)
     console().print(t)
 
 

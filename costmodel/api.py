@@ -10,7 +10,7 @@ from .errors import PtoCostError
 from .models import registry
 from .operands import make_request
 from .plan import Plan
-from .request import Estimate, Request
+from .request import NOT_CHECKED, Estimate, Request
 
 DEFAULT_ARCH = "a2a3"
 
@@ -53,7 +53,7 @@ def estimate_request(req: Request, *, model: str = "auto", verify: bool = True, 
         v = _verify(p, seed=seed)
         verified, note = v.ok, v.note
     else:
-        verified, note = None, "not checked (verify=False)"
+        verified, note = None, f"{NOT_CHECKED}: --no-verify / verify=False"
     src = getattr(m, "source", "")
     notes = p.notes + ((m.source_note,) if getattr(m, "source_note", "") else ())
     return Estimate(req.op, req.arch, strategy, m.name, float(cycles), tuple(breakdown), verified, note, source,
@@ -97,7 +97,7 @@ def compare(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = N
     default, fastest = default_and_fastest(ests)
     for e in ests:
         row = {"strategy": e.strategy, "cycles": e.cycles, "model": e.model, "arch": e.arch,
-               "verified": e.to_dict()["verified"], "default": e is default, "fastest": e is fastest}
+               "verified": e.verified_text, "default": e is default, "fastest": e is fastest}
         row.update({f"bd_{k}": v for k, v in e.breakdown})
         rows.append(row)
     return pd.DataFrame(rows).fillna(0.0)

@@ -55,6 +55,7 @@ class Request:
         return f"{self.op} on {self.arch}: {ops}{extra}"
 
 
+NOT_CHECKED = "not checked"  # the start of a verify note when verification was not asked for
 BREAKDOWN_FLOOR = 1e-6  # cycles: smaller parts are rounding residue of a fitted form, not a cost
 
 
@@ -78,6 +79,14 @@ class Estimate:
     trace: Any = field(default=None, repr=False, compare=False)
     params_from: str = ""  # parameters not the request's own: "family" (another dtype), "body" (the measured ops whose chunks do the same work), "anchors"
 
+    @property
+    def verified_text(self) -> str:
+        """`yes` or `no` (emulated against the golden), `skipped` (not asked for) or `n/a` (no emulation exists for
+        the plan's types)."""
+        if self.verified is None:
+            return "skipped" if self.verify_note.startswith(NOT_CHECKED) else "n/a"
+        return "yes" if self.verified else "no"
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the estimate (no plan objects)."""
         req = self.request
@@ -90,7 +99,7 @@ class Estimate:
             "model": self.model,
             "cycles": float(self.cycles),
             "breakdown": {k: float(v) for k, v in self.breakdown if abs(v) >= BREAKDOWN_FLOOR},
-            "verified": "n/a" if self.verified is None else ("yes" if self.verified else "no"),
+            "verified": self.verified_text,
             "verify_note": self.verify_note,
             "notes": list(self.notes),
         }

@@ -84,3 +84,10 @@ def test_compare_frame_marks_one_fastest_preferring_the_default_on_a_tie():
     assert (df["cycles"] == best).sum() > 1 and df["fastest"].sum() == 1
     assert df.loc[df["fastest"], "strategy"].item() == df.loc[df["default"], "strategy"].item()
     assert costmodel.best_strategy("TMINS", "64x64", "f32")[0] == df.loc[df["fastest"], "strategy"].item()
+
+
+def test_verified_says_skipped_when_not_asked_and_na_when_no_emulation_exists():
+    assert costmodel.estimate("TMINS", "64x64", "f16", verify=False).to_dict()["verified"] == "skipped"
+    assert costmodel.estimate("TMINS", "64x64", "f16").to_dict()["verified"] == "yes"
+    hif8 = costmodel.estimate("TCVT", "4x64", "f32", arch="a5", dst_dtype="hif8")
+    assert hif8.verified is None and hif8.to_dict()["verified"] == "n/a"
