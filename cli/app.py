@@ -18,7 +18,7 @@ app = typer.Typer(
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout instead of a table.")]
 StrategyOpt = Annotated[Optional[str], typer.Option("--strategy", help="Force an emission strategy (see `compare`).")]
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Cost model: auto, formula, pipeline, anchored (A5).")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Cost model: auto (A2/A3: formula; A5: the formula where the table has parameters for the request, else the anchored pipeline), formula, pipeline, anchored (A5).")]
 MAX_PLOT_POINTS = 100_000
 
 
@@ -115,7 +115,7 @@ def plan(
     json_out: JsonOpt = False,
     timeline: Annotated[bool, typer.Option("--timeline", help="A5: also print the pipeline model's cycle-by-cycle "
                                            "issue timeline (loops shown for their first iterations).")] = False,
-    iterations: Annotated[int, typer.Option("--timeline-iterations", min=1, help="Iterations of each loop shown in the timeline.")] = 2,
+    iterations: Annotated[int, typer.Option("--timeline-iterations", min=1, help="Iterations of each loop shown in the timeline (the timeline simulates at most 4 trips of a shape loop).")] = 2,
     req: dict = None,
 ) -> None:
     """Print the plan (the intrinsic sequence or VF program) the implementation issues, like a disassembly."""
@@ -176,8 +176,9 @@ def verify(
     failed = any(v.ok is False for _, v in results)
     if json_out:
         render.emit_json({"op": r.op, "arch": r.arch, "ok": not failed, "results": [
-            {"strategy": s, "verified": v.label, "note": v.note,
-             "mismatches": [list(map(render._default, m)) for m in v.mismatches]} for s, v in results]})
+            {"strategy": s, "verified": v.label, "verify_note": v.note,
+             "mismatches": [{"tile": where, "index": list(idx) if isinstance(idx, tuple) else idx, "got": got,
+                             "expected": want} for where, idx, got, want in v.mismatches]} for s, v in results]})
     else:
         con = render.console()
         for s, v in results:
@@ -389,7 +390,7 @@ def _measured_points(path: str, df, x: str, fixed: str):
 def fit_cmd(
     traces: Annotated[list[str], typer.Argument(help="Measured traces (CSV or Parquet), e.g. ../shared/measured/*.csv.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write: fitted rows merged into the file, or into the table in use when it does not exist yet (use it with PTO_COST_PARAMS=PATH).")] = "formula_params.csv",
-    cv: Annotated[int, typer.Option("--cv", help="Folds of the cross-validation (form choice and reported CV error).")] = 5,
+    cv: Annotated[int, typer.Option("--cv", min=2, help="Folds of the cross-validation (form choice and reported CV error); fewer folds train on fewer shapes, so the error rises (A2/A3 with 3 folds: about twice the 5-fold figure).")] = 5,
     cv_group: Annotated[str, typer.Option("--cv-group", help="What a fold holds out whole: shape (every op at a tile shape) or measurement (one measured case; other ops at its shape stay in).")] = "shape",
     model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all.")] = "formula",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
@@ -509,7 +510,7 @@ def main() -> None:
     from costmodel.errors import PtoCostError
 
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # typer returns (not raises) the code of an Exit, and 130 after Ctrl-C
     except PtoCostError as exc:
         sys.stderr.write(f"error: {exc}\n")
         sys.exit(2)
@@ -521,9 +522,12 @@ def main() -> None:
             sys.stderr.write(f"error: {exc.format_message() if hasattr(exc, 'format_message') else exc}\n")
             sys.exit(2)
         if name == "Abort":
-            sys.stderr.write("aborted\n")
-            sys.exit(130)
-        raise
+            code = 130
+        else:
+            raise
+    if code == 130:
+        sys.stderr.write("aborted\n")
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,20 @@ def emit_json(doc: dict[str, Any]) -> None:
     from costmodel import __version__
 
     out = {"schema_version": SCHEMA_VERSION, "tool": f"pto-cost {__version__}", **doc}
-    sys.stdout.write(json.dumps(out, indent=2, default=_default) + "\n")
+    sys.stdout.write(json.dumps(_finite(out), indent=2, default=_default, allow_nan=False) + "\n")
+
+
+def _finite(value: Any) -> Any:
+    """The document with every NaN or infinite float as null (JSON has no NaN; strict parsers reject the token)."""
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "item") and not hasattr(value, "__len__"):  # numpy scalars
+        return _finite(value.item())
+    return value
 
 
 def _default(value: Any) -> Any:

@@ -39,6 +39,16 @@ def outliers(frame: pd.DataFrame, predicted: np.ndarray, *, floor: float = 5.0) 
     return out.sort_values("error_pct", key=np.abs, ascending=False)
 
 
+def _a5_choice(fit, ops: list[str]) -> str:
+    """The A5 fit's choice of form per op, as the report states it."""
+    hard = f"the hard-max form (shrink {fit.shrink}, pooling by {fit.pool})"
+    smooth = [op for op in ops if op in fit.smooth_ops]
+    if len(smooth) == len(ops):
+        return f"the smooth form for every op; {hard} for bodies the smooth fit did not see"
+    rest = [op for op in ops if op not in fit.smooth_ops]
+    return f"the smooth form for {', '.join(smooth) or 'no op'}; {hard} for {', '.join(rest)}"
+
+
 def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: int = 0, group_by: str = "shape") -> FitRun:
     """Fit the models of every arch present in the traces; returns the run (rows not yet written)."""
     from .metrics import summary
@@ -78,7 +88,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         y = a5["measured_cycles"].to_numpy(float)
         run.rows += list(fit.rows)
         run.sections.append({"arch": "a5", "model": "formula", "selection": fit.selection,
-                             "choice": f"shrink {fit.shrink}, pooling by {fit.pool}", "report": _a5_report(fit.report),
+                             "choice": _a5_choice(fit, sorted(set(a5["op"]))), "report": _a5_report(fit.report),
                              "cv": summary(fit.cv_predictions, y), "notes": notes,
                              "accuracy": f"cross-validated (grouped by {group_by})",
                              "outliers": outliers(a5, fit.insample)})

@@ -246,3 +246,49 @@ def test_sweep_engine_options_are_checked_before_any_work(tmp_path, extra, needl
     r = run("sweep", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out.csv"), *extra)
     assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_verify_mismatch_exits_1(monkeypatch, capsys):
+    """The exit code a command raises reaches the shell (typer returns it under standalone_mode=False)."""
+    import costmodel.emulate.verify as mod
+    from cli.app import main
+
+    from dataclasses import replace
+
+    real = mod.verify
+
+    def failing(plan, seed=0):
+        return replace(real(plan, seed=seed), ok=False, mismatches=(("dst", (0, 1), 1.0, 2.0),))
+
+    monkeypatch.setattr(mod, "verify", failing)
+    monkeypatch.setattr(sys, "argv", ["pto-cost", "verify", "TADD", "--shape", "16x16", "--json"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is False
+    assert doc["results"][0]["mismatches"] == [{"tile": "dst", "index": [0, 1], "got": 1.0, "expected": 2.0}]
+
+
+def test_ctrl_c_exits_130_and_leaves_the_output_untouched(tmp_path, measured_dir):
+    import os
+    import signal
+    import time
+
+    out = tmp_path / "params.csv"
+    out.write_text("previous\n")
+    env = {k: v for k, v in os.environ.items() if k != "PTO_COST_ARCH"}
+    proc = subprocess.Popen([*CLI, "fit", str(measured_dir / "a5_vf_cycles.csv"), "-o", str(out)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # the fit takes about 30 s
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "aborted" in err and "Traceback" not in err, err
+    assert out.read_text() == "previous\n"
+
+
+def test_json_documents_never_carry_nan(tmp_path):
+    r = run("validate", "tests/data/small_trace.csv", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout, parse_constant=lambda token: pytest.fail(f"{token} in the JSON"))
+    assert doc["overall"]["strategies"]["order_tau"] is None
