@@ -210,7 +210,7 @@ def fit_text(run, output: str | None, written: int, pipeline_output: str | None 
         for note in sec.get("notes", []):
             con.print(f"  [yellow]{sec.get('note_label', 'skipped')}[/] {plain(note)}")
         t = Table(title=f"{sec['arch']} {sec['model']} parameters (rows with observations)")
-        for col in ("parameter", "value", "± stderr", "n", "CV MAPE %"):
+        for col in ("parameter", sec.get("value_label", "value"), "± stderr", "n", "CV MAPE %"):
             t.add_column(col, justify="left" if col == "parameter" else "right")
         rep = sec["report"]
         for r in rep[rep["n_obs"] > 0].to_dict("records"):

@@ -89,6 +89,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         run.rows += list(fit.rows)
         run.sections.append({"arch": "a5", "model": "formula", "selection": fit.selection,
                              "choice": _a5_choice(fit, sorted(set(a5["op"]))), "report": _a5_report(fit.report),
+                             "value_label": "p1 (per chunk)",
                              "cv": summary(fit.cv_predictions, y), "notes": notes,
                              "accuracy": f"cross-validated (grouped by {group_by})",
                              "outliers": outliers(a5, fit.insample)})
