@@ -97,7 +97,7 @@ class CopyUB:
 
     def listing(self) -> str:
         return (f"  copy_ubuf_to_ubuf {self.dst.text()}, {self.src.text()}  nBurst={self.n_burst} "
-                f"lenBurst={self.len_burst} srcGap={self.src_gap} dstGap={self.dst_gap}")
+                f"lenBurst={self.len_burst}blk srcGap={self.src_gap}blk dstGap={self.dst_gap}blk")
 
 
 @dataclass(frozen=True)
@@ -159,9 +159,9 @@ class CopyGmToUb:
         return "copy_gm_to_ubuf_align"
 
     def listing(self) -> str:
-        pad = f" rightPad={self.right_pad} padVal={self.pad_value!r}" if self.pad_value is not None else ""
+        pad = f" rightPad={self.right_pad}el padVal={self.pad_value!r}" if self.pad_value is not None else ""
         return (f"  copy_gm_to_ubuf_align {self.dtype:<5} {self.dst.text()}, {self.src.text()}  nBurst={self.n_burst} "
-                f"lenBurst={self.len_burst}B srcGap={self.src_gap}B dstGap={self.dst_gap}{pad}")
+                f"lenBurst={self.len_burst}B srcGap={self.src_gap}B dstGap={self.dst_gap}blk{pad}")
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,7 @@ class CopyUbToGm:
 
     def listing(self) -> str:
         return (f"  copy_ubuf_to_gm_align {self.dtype:<5} {self.dst.text()}, {self.src.text()}  nBurst={self.n_burst} "
-                f"lenBurst={self.len_burst}B srcGap={self.src_gap} dstGap={self.dst_gap}B")
+                f"lenBurst={self.len_burst}B srcGap={self.src_gap}blk dstGap={self.dst_gap}B")
 
 
 @dataclass(frozen=True)

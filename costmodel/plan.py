@@ -63,6 +63,16 @@ class Plan:
                 for key, n in instr.counts().items():
                     out[key] = out.get(key, 0) + n
                 continue
-            key = getattr(instr, "intrinsic", type(instr).__name__)
+            key = getattr(instr, "intrinsic", None) or _mnemonic(instr)
             out[key] = out.get(key, 0) + 1
         return out
+
+
+def _mnemonic(instr) -> str:
+    """The name an instruction is listed under (`pipe_barrier(PIPE_V)` -> `pipe_barrier`), for counts that match the
+    listing."""
+    import re
+
+    text = instr.listing() if hasattr(instr, "listing") else type(instr).__name__
+    m = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)", text)
+    return m.group(1) if m else type(instr).__name__
