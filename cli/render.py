@@ -149,6 +149,9 @@ def validation_text(rep, name: str) -> None:
     if o["n"]:
         con.print(f"overall: MAPE {o['mape']:.2f} %, median {o['median_ape']:.2f} %, worst {o['worst_ape']:.2f} %, "
                   f"within 5 % {o['within_5']:.1f} %, Kendall tau {o['kendall_tau']:.3f}")
+        used = o.get("models_used") or {}
+        if used:
+            con.print("priced by: " + ", ".join(f"{m} {n}" for m, n in used.items()))
         c = o.get("strategies") or {}
         if c.get("requests"):
             con.print(f"strategies measured on one request ({c['requests']} requests, {c['pairs']} pairs): order tau "

@@ -44,6 +44,7 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -
     overall["rows"] = int(len(pred))
     overall["unmodelled"] = int(len(pred) - len(scored))
     overall["strategies"] = metrics.strategy_choice(scored)
+    overall["models_used"] = {str(k): int(v) for k, v in scored["model"].value_counts().items()}
     per_op = metrics.grouped(scored, ["arch", "op"]) if len(scored) else pd.DataFrame()
     per_group = metrics.grouped(scored, ["arch", "op", "dtype", "strategy"]) if len(scored) else pd.DataFrame()
     unmod = pred[~ok][["line", "arch", "op", "dtype", "note"]]
