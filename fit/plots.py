@@ -85,6 +85,7 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
         ax.scatter(measured[x], measured["measured_cycles"], marker="x", color="black", s=40, zorder=5,
                    label="measured (at its valid extent)")
     _mark_unmodelled(ax, df, x)
+    _mark_series_ends(ax, df, x)
     ax.set_xlabel(f"{'columns' if x == 'cols' else 'rows'} (elements)")
     ax.set_ylabel("cycles")
     ax.set_title(title)
@@ -109,6 +110,25 @@ def _mark_unmodelled(ax, df: pd.DataFrame, x: str) -> None:
     reason = notes.mode().iloc[0] if len(notes) else "not modelled"
     ax.annotate(f"not modelled from {x} = {xs.min()}:\n{reason}", (0.99, 0.02), xycoords="axes fraction", ha="right",
                 va="bottom", fontsize=7, color="dimgrey", wrap=True)
+
+
+def _mark_series_ends(ax, df: pd.DataFrame, x: str) -> None:
+    """Where one dtype stops being modelled before the others (its tiles are larger), mark where and why."""
+    if "note" not in df or df["dtype"].nunique() < 2:
+        return
+    dead_all = df.groupby(x)["cycles"].apply(lambda c: c.isna().all())
+    for dt, g in df.groupby("dtype", sort=False):
+        dead = g.groupby(x)["cycles"].apply(lambda c: c.isna().all())
+        own = dead[dead.to_numpy() & ~dead_all.reindex(dead.index).to_numpy()]
+        if not len(own):
+            continue
+        start = own.index.min()
+        notes = g[(g[x] == start) & (g["note"].astype(str) != "")]["note"].astype(str)
+        ax.axvline(start, color="grey", ls="--", lw=0.8)
+        why = " (beyond the unified buffer)" if len(notes) and "unified buffer" in notes.iloc[0] else ""
+        ax.annotate(f"{dt} not modelled from {x} = {start}{why}",
+                    (start, 0.98), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="left", fontsize=7,
+                    color="dimgrey")
 
 
 def _runs(values: np.ndarray, step: float) -> list[tuple[float, float]]:

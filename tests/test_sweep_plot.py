@@ -181,3 +181,23 @@ def test_plot_of_the_issue_example_marks_tiles_beyond_the_unified_buffer(tmp_pat
     beyond = df[df["cols"] * 64 * 2 * 2 > 196608]  # two f16 tiles of 64 rows exceed the 192 KiB A2/A3 buffer
     assert len(beyond) and beyond["cycles"].isna().all() and beyond["note"].str.contains("unified buffer").all()
     assert df[df["cols"] * 64 * 2 * 2 <= 196608]["cycles"].notna().any()
+
+
+def test_curves_mark_where_one_dtype_stops_being_modelled():
+    import pandas as pd
+
+    from fit.plots import curves_figure
+
+    rows = []
+    for dt, last in (("f16", 4), ("f32", 2)):
+        for c in range(1, 6):
+            ok = c <= last
+            rows.append({"dtype": dt, "strategy": "s", "cols": c * 16, "rows": 64, "default": True,
+                         "cycles": 10.0 * c if ok else float("nan"),
+                         "note": "" if ok else "operands need 1 B of unified buffer but a2a3 has 0 B"})
+    fig = curves_figure(pd.DataFrame(rows), "cols", ["dtype", "strategy"])
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "f32 not modelled from cols = 48 (beyond the unified buffer)" in texts
+    assert any(t.startswith("not modelled from cols = 80") for t in texts)
+    assert [line.get_label() for line in fig.axes[0].get_lines() if not line.get_label().startswith("_")] == \
+        ["f16 s", "f32 s"]
