@@ -389,12 +389,12 @@ def _measured_points(path: str, df, x: str, fixed: str):
 @app.command("fit")
 def fit_cmd(
     traces: Annotated[list[str], typer.Argument(help="Measured traces (CSV or Parquet), e.g. ../shared/measured/*.csv.")],
-    output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write: fitted rows merged into the file, or into the table in use when it does not exist yet (use it with PTO_COST_PARAMS=PATH).")] = "formula_params.csv",
+    output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write: fitted rows merged into the file, or into the table in use when it does not exist yet (use it with PTO_COST_PARAMS=PATH).")] = "data/formula_params.csv",
     cv: Annotated[int, typer.Option("--cv", min=2, help="Folds of the cross-validation (form choice and reported CV error); fewer folds train on fewer shapes, so the error rises (A2/A3 with 3 folds: about twice the 5-fold figure).")] = 5,
     cv_group: Annotated[str, typer.Option("--cv-group", help="What a fold holds out whole: shape (every op at a tile shape) or measurement (one measured case; other ops at its shape stay in).")] = "shape",
     model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all.")] = "formula",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
-    pipeline_output: Annotated[str, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (use them with PTO_COST_PIPELINE_PARAMS=PATH).")] = "a5_pipeline_params.csv",
+    pipeline_output: Annotated[str, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (use them with PTO_COST_PIPELINE_PARAMS=PATH).")] = "data/a5_pipeline_params.csv",
     json_out: JsonOpt = False,
 ) -> None:
     """Fit model parameters to measured traces: per group n, parameters ± standard error, cross-validated MAPE."""
