@@ -47,8 +47,9 @@ class Instruction:
             if dt.name in plain or "any" in plain or f"{dt.name}>{dt.name}" in pairs:
                 return
             if pairs and not plain:
+                what = "needs a destination dtype" if dst is None else f"does not convert {dt.name} to {dt.name}"
                 raise UnsupportedDtypeError(
-                    f"{self.name} needs a destination dtype on {arch} (--dst-dtype); accepted pairs: {' '.join(pairs)}")
+                    f"{self.name} {what} on {arch} (--dst-dtype); accepted pairs: {' '.join(pairs)}")
             raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {' '.join(toks)}")
         if f"{dt.name}>{dst.name}" not in pairs:
             raise UnsupportedDtypeError(

@@ -61,7 +61,9 @@ def _series_label(keys: tuple, names: list[str]) -> str:
 def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", measured: pd.DataFrame | None = None):
     """Return a figure of cycles vs `x` (rows or cols), one step-line per series, with default-strategy changes marked.
 
-    Lines are drawn as steps between sampled shapes so repeat and 255-repeat boundaries stay visible.
+    Lines are drawn as steps between sampled shapes so repeat and 255-repeat boundaries stay visible; each step ends
+    at its sample (a cost that grows with ceil(x / chunk) holds from just past one sample up to the next), so a
+    measured row at a width between samples sits on the step of the sample above it.
     """
     fig = _figure(figsize=(11, 6))
     ax = fig.subplots()
@@ -69,7 +71,7 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
     for keys, g in df[df["cycles"].notna()].groupby(series, sort=False):  # unmodelled points: _mark_unmodelled
         keys = keys if isinstance(keys, tuple) else (keys,)
         g = g.groupby(x)["cycles"].first().reindex(xs)  # gaps where the strategy is illegal stay gaps
-        ax.plot(g.index, g.to_numpy(), drawstyle="steps-post", marker=".", ms=3, lw=1.3, label=_series_label(keys, series))
+        ax.plot(g.index, g.to_numpy(), drawstyle="steps-pre", marker=".", ms=3, lw=1.3, label=_series_label(keys, series))
     defaults = df[df["default"]].sort_values(x) if "default" in df else df.iloc[:0]
     for dt, g in defaults.groupby("dtype", sort=False):
         change = g["strategy"].ne(g["strategy"].shift())

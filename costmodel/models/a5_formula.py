@@ -213,8 +213,9 @@ class A5FormulaModel:
         sig = body_signature(plan)
         found = lookup(self.table or shipped(), key, sig)
         if found is None:
-            raise NotModelledError(f"no A5 formula parameters for {key['name']} {key['dtype']}"
-                                   f"{'->' + key['dst_dtype'] if key['dst_dtype'] else ''} {plan.strategy}"
+            req = plan.request
+            types = f"{req.dtype}->{req.dst.dtype}" if req.family == "convert" else key["dtype"]
+            raise NotModelledError(f"no A5 formula parameters for {key['name']} {types} {plan.strategy}"
                                    f"{' ' + key['op_params'] if key['op_params'] else ''}; use --model pipeline")
         p, d, src = found
         self.source = "" if src == "key" else src

@@ -156,7 +156,7 @@ class Entries:
             for a, b, d in uniq.tolist():
                 names = [strategies[d]] + [s for i, s in enumerate(strategies) if b >> i & 1 and i != d]
                 notes.append(self.strings.code(f"strategy {self.asked[a]} is not legal here; legal: {', '.join(names)}"))
-            self._part(rows[bad], cycles=np.nan, strategy=self.asked_code[asked[bad]], model=mc[default[bad]],
+            self._part(rows[bad], cycles=np.nan, strategy=self.asked_code[asked[bad]], model=0,
                        default=False, best=best_code[bad], note=np.array(notes, dtype=np.int32)[inv.ravel()])
         many = np.flatnonzero(~single)
         if len(many):
