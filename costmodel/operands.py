@@ -323,7 +323,7 @@ def _arch_rules(inst, arch, dt, tiles, params):
     constraints)."""
     for key, families in PARAM_FAMILIES.items():
         if key in params and inst.family not in families:
-            raise ParamError(f"{key} applies to {' and '.join(families)} ops, not {inst.name} ({inst.family})")
+            raise ParamError(f"{key} applies to {', '.join(families)} ops, not {inst.name} ({inst.family})")
     for key, ops in PARAM_OPS.items():
         if key in params and inst.name not in ops:
             raise ParamError(f"{key} applies to {', '.join(ops)} only, not {inst.name}")

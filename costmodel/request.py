@@ -77,7 +77,9 @@ class Estimate:
     request: Any = field(default=None, repr=False, compare=False)
     notes: tuple[str, ...] = ()
     trace: Any = field(default=None, repr=False, compare=False)
-    params_from: str = ""  # parameters not the request's own: "family" (another dtype), "body" (the measured ops whose chunks do the same work), "anchors"
+    # parameters not the request's own: "family" (another dtype), "body" (the measured ops whose chunks do the same
+    # work), "anchors"
+    params_from: str = ""
 
     @property
     def verified_text(self) -> str:
