@@ -75,19 +75,10 @@ class Models:
         return got
 
 
-def evaluate_key(values: dict[str, Any], model: str | Models) -> tuple[dict[str, tuple[float, str]], str, str]:
-    """Return ({strategy: (cycles, model name)} over every legal strategy, default strategy, note) for one request.
-
-    The per-request path: lower the request in each legal strategy and cost the plan (as `estimate` does,
-    without verification). A request that cannot be modelled gives ({}, "", the reason).
-    """
-    models = model if isinstance(model, Models) else Models(model)
-    return price_plans(*lower_key(values), models)
-
-
 def lower_key(values: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
     """Return ({strategy: plan} over every legal strategy, default strategy, "") for one request, or ({}, "", the
-    reason it cannot be lowered)."""
+    reason it cannot be lowered): the per-request path's first half (`price_plans` the second), as `estimate` lowers
+    it."""
     from . import lower
     from .errors import PtoCostError
     from .operands import make_request
@@ -107,7 +98,8 @@ def lower_key(values: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
 
 def price_plans(plans: dict[str, Any], default: str, note: str,
                 models: Models) -> tuple[dict[str, tuple[float, str]], str, str]:
-    """Return `evaluate_key`'s answer for lowered plans: ({strategy: (cycles, model name)}, default, note)."""
+    """Return ({strategy: (cycles, model name)} over the lowered plans, default, note), or ({}, "", the reason) where
+    a plan cannot be priced."""
     from .errors import PtoCostError
     from .models.auto import cycles_of
 

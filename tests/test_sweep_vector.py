@@ -354,7 +354,7 @@ def _no_fallback(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the closed form should have covered this row")
 
-    monkeypatch.setattr(sys.modules["costmodel.sweep"], "evaluate_key", refuse)
+    monkeypatch.setattr(sys.modules["costmodel.sweep"], "lower_key", refuse)
 
 
 # costmodel.md §6 worked examples: (op, rows, cols, valid cols, static valid), default mode, stub cycles (count-aware)
