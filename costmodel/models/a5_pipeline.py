@@ -61,6 +61,13 @@ def _shape_loops(tpl: Template) -> list[int]:
     return [lp.id for lp in tpl.loops if lp.role in SHAPE_ROLES]
 
 
+def _inner_outer(tpl: Template) -> tuple[list[int], list[int]]:
+    """The template's shape loops: (innermost ones: chunks or 1D iterations, those holding another: rows)."""
+    shape = _shape_loops(tpl)
+    outer = [lid for lid in shape if _has_nested_shape(tpl, lid)]
+    return [lid for lid in shape if lid not in outer], outer
+
+
 def _has_nested_shape(tpl: Template, lid: int) -> bool:
     def find(body, inside):
         for item in body:
@@ -332,9 +339,8 @@ class PipelineModel:
         groups: dict[tuple, tuple[VfProgram, list[int], list[int]]] = {}
         for p in programs:
             tpl = self.template(p)
-            shape = _shape_loops(tpl)
-            outer_ids = [lid for lid in shape if _has_nested_shape(tpl, lid)]
-            inner_ids = [lid for lid in shape if lid not in outer_ids]
+            inner_ids, outer_ids = _inner_outer(tpl)
+            shape = inner_ids + outer_ids
             trips = tpl.trips
             ins, outs = {trips[i] for i in inner_ids}, {trips[i] for i in outer_ids}
             if not inner_ids or len(ins) > 1 or len(outs) > 1 or min(trips[lid] for lid in shape) < 1:
@@ -354,9 +360,7 @@ class PipelineModel:
         row loop (2D). Every other loop keeps the program's own trip count. Trip counts must be >= 1.
         """
         tpl = self.template(program)
-        shape = _shape_loops(tpl)
-        outer_ids = [lid for lid in shape if _has_nested_shape(tpl, lid)]
-        inner_ids = [lid for lid in shape if lid not in outer_ids]
+        inner_ids, outer_ids = _inner_outer(tpl)
         arrays = {}
         for ids, vals, what in ((inner_ids, inner, "inner"), (outer_ids, outer, "outer")):
             if vals is None:
