@@ -300,11 +300,10 @@ def validate(
     trace = read_trace(measured)
     with render.progress("predicting", len(trace)) as tick:
         rep = validate_frame(trace, model=model, progress=tick)
-    scored = rep.predictions["predicted_cycles"].notna() & rep.predictions["measured_cycles"].notna()
-    if not scored.any():
-        notes = rep.predictions.get("note")
-        why = notes[notes.astype(str) != ""].astype(str).value_counts().index[0] if notes is not None and (
-            notes.astype(str) != "").any() else "no row has a prediction and a measurement"
+    if not rep.overall["n"]:
+        notes = rep.unmodelled["note"].astype(str)
+        notes = notes[notes != ""]
+        why = notes.value_counts().index[0] if len(notes) else "no row has a prediction and a measurement"
         raise PtoCostError(f"{measured}: no row could be scored with model {model!r}: {why}")
     if plot:
         from fit.io import save_figure

@@ -77,7 +77,7 @@ def estimate_text(e) -> None:
     t.add_row("op", plain(e.op))
     t.add_row("arch", plain(f"{e.arch} ({e.arch_source})"))
     if req is not None:
-        t.add_row("tiles", plain("; ".join(f"{k} {tile.describe()}" for k, tile in req.tiles)))
+        t.add_row("tiles", plain(tiles_text(req, collapse=False)))
         if req.params:
             t.add_row("params", plain(" ".join(f"{k}={_param_text(k, v)}" for k, v in req.params)))
     t.add_row("strategy", plain(f"{e.strategy} ({e.strategy_source})"))
@@ -92,12 +92,13 @@ def estimate_text(e) -> None:
     console().print(t)
 
 
-def tiles_text(req) -> str:
-    """Return the request's tiles ("dst 64x64 f16 (dynamic valid)"), one where all are alike ("" without one)."""
+def tiles_text(req, collapse: bool = True) -> str:
+    """Return the request's tiles ("dst 64x64 f16 (dynamic valid); src ..."), with `collapse` one description where
+    all are alike ("" without a request)."""
     if req is None:
         return ""
     tiles = list(req.tiles)
-    if len({t.describe() for _, t in tiles}) == 1:
+    if collapse and len({t.describe() for _, t in tiles}) == 1:
         return tiles[0][1].describe()
     return "; ".join(f"{k} {tile.describe()}" for k, tile in tiles)
 

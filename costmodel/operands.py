@@ -289,7 +289,7 @@ PARAM_FAMILIES = {
     "binary": ("col_reduce",), "dst_layout": ("row_reduce", "data_movement"), "src_layout": ("data_movement",),
     "gm_shape": ("data_movement",), "pad": ("data_movement",),
     "expand_mode": ("row_expand", "row_expand_binary"), "expanded": ("row_expand_binary",),
-    "idx_dtype": ("partial", "gather_scatter"), "order": ("binary_scalar",), "mask_variant": ("compare_select",),
+    "idx_dtype": ("partial", "gather_scatter"), "mask_variant": ("compare_select",),
     "scalar": ("binary_scalar", "tile_scalar_tile", "fused_scalar", "compare_select", "scalar_broadcast"),
     **dict.fromkeys(("layout", "gm_dynamic", "src_loc", "dst_loc"), ("data_movement",)),
     **dict.fromkeys(("repeat", "mask", "dst_rep_stride", "src_blk_stride", "src_rep_stride"), ("block_reduce",)),
@@ -301,16 +301,13 @@ SHARED_PARAMS = ("in_place", "vf_impl_kind", "precision", "src_valid")
 # parameters only some ops of a family honour: the plan of another would ignore them (TSUBS scalar_tile would still
 # compute src - s while its golden computes s - src)
 PARAM_OPS = {"order": ("TDIVS",)}
-# on A2/A3 only the elementwise sequences place dst over a source (lower/a2a3/sequence.py); other families' plans
-# would keep their own buffers
-IN_PLACE_A2A3 = ELEMENTWISE
 
 
 def _check_param_names(params: dict) -> None:
     """Raise ParamError on a keyword no op reads (a typo would otherwise be silently ignored)."""
     import difflib
 
-    known = (*SHARED_PARAMS, *PARAM_FAMILIES)
+    known = (*SHARED_PARAMS, *PARAM_FAMILIES, *PARAM_OPS)
     for key in params:
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)
@@ -327,8 +324,10 @@ def _arch_rules(inst, arch, dt, tiles, params):
     for key, ops in PARAM_OPS.items():
         if key in params and inst.name not in ops:
             raise ParamError(f"{key} applies to {', '.join(ops)} only, not {inst.name}")
-    if arch == "a2a3" and truthy(params.get("in_place", False)) and inst.family not in IN_PLACE_A2A3:
-        raise ParamError(f"in_place is modelled on a2a3 for elementwise ops only ({', '.join(IN_PLACE_A2A3)}), not "
+    # on A2/A3 only the elementwise sequences place dst over a source (lower/a2a3/sequence.py); other families' plans
+    # would keep their own buffers
+    if arch == "a2a3" and truthy(params.get("in_place", False)) and inst.family not in ELEMENTWISE:
+        raise ParamError(f"in_place is modelled on a2a3 for elementwise ops only ({', '.join(ELEMENTWISE)}), not "
                          f"{inst.name} ({inst.family})")
     if "vf_impl_kind" in params:
         if arch != "a5":

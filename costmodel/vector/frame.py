@@ -32,8 +32,10 @@ def check_frame(frame) -> None:
         if col not in frame or pd.api.types.is_integer_dtype(frame[col]):
             continue
         values = pd.to_numeric(frame[col], errors="coerce")
-        bad = values.notna() & (values != values.round()) | values.isna() & (frame[col].notna() if col.startswith(
-            "valid") else True)
+        fractional = values.notna() & (values != values.round())
+        # a missing valid count means the whole tile; a missing or non-numeric anything else is an error
+        not_a_number = values.isna() & (frame[col].notna() | (col in ("rows", "cols")))
+        bad = fractional | not_a_number
         if bad.any():
             at = int(np.flatnonzero(bad.to_numpy())[0])
             raise PtoCostError(f"sweep frame column {col}: {frame[col].iloc[at]!r} (row {at}) is not a whole number")
