@@ -2,11 +2,12 @@
 `best` and `note` out (DESIGN.md §2).
 
 Rows are grouped by everything but their shape (op, dtypes, arch, op parameters). A group whose family has a
-closed form (`costmodel.vector`: A2/A3 and A5 unary, binary and binary-scalar ops, A5 conversions and TSEL) is
+closed form (`costmodel.vector`: unary, binary and binary-scalar ops, conversions and TSEL, on both arches) is
 costed with numpy over its shape arrays — every legal strategy of every row, no plan per row. Every other group,
 and the rows a closed form does not cover, take the per-request path: each distinct request is lowered and costed
 once (strategy by strategy) and merged back; on A5, where such rows are priced by the anchored pipeline, their
-anchors' corrections (measured elementwise ops on the rows' tiles) come from the elementwise closed form first.
+anchors' corrections (measured elementwise ops on the rows' tiles) come from the elementwise closed form first,
+and a batch of their own programs is simulated by loop structure before they are priced.
 Both paths fill the same per-row table (strategy -> cycles and model, default strategy), so the output does not
 depend on the path taken.
 
