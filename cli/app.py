@@ -197,6 +197,7 @@ def ops(
     json_out: JsonOpt = False,
 ) -> None:
     """List the instruction catalogue with per-arch dtype support and whether a plan is modelled."""
+    from costmodel.api import modelled_dtypes
     from costmodel.arch import check_arch
     from costmodel.catalog import families, instructions
     from costmodel.errors import PtoCostError
@@ -213,17 +214,21 @@ def ops(
             raise PtoCostError(f"unknown family {family!r}; families: {', '.join(families())}")
         rows = [i for i in rows if i.family == family]
     archs = [arch] if arch else ["a2a3", "a5"]
-    priced = {i.name: _a5_priced_by(i) for i in rows if "a5" in archs and modelled("a5", i.family, i.name)}
+    covered = {(a, i.name): modelled_dtypes(i.name, a) if modelled(a, i.family, i.name) else ()
+               for a in archs for i in rows}
+    priced = {i.name: _a5_priced_by(i) for i in rows if covered.get(("a5", i.name))}
     if json_out:
         render.emit_json({"instructions": [
             {"name": i.name, "family": i.family, "pipe": i.pipe, "summary": i.summary,
              **{f"{a}_dtypes": list(i.dtypes_on(a)) for a in archs},
-             **{f"{a}_modelled": modelled(a, i.family, i.name) for a in archs},
+             **{f"{a}_modelled": bool(covered[a, i.name]) for a in archs},
+             **{f"{a}_modelled_dtypes": list(covered[a, i.name]) for a in archs},
              **({"a5_priced_by": priced[i.name]} if i.name in priced else {})} for i in rows]})
         return
     from rich.table import Table
 
-    t = Table(title=f"PTO instructions ({len(rows)})")
+    t = Table(title=f"PTO instructions ({len(rows)})",
+              caption="*: listed for the arch but not modelled there (the op's other dtypes are)")
     t.add_column("name", style="bold", no_wrap=True)
     t.add_column("family", overflow="fold")
     for a in archs:
@@ -231,10 +236,15 @@ def ops(
     t.add_column("modelled")
     if priced:
         t.add_column("a5 priced by", no_wrap=True)
+
+    def listed(a: str, i) -> str:
+        ok = covered[a, i.name]
+        return " ".join(tok if tok in ok or not ok else f"{tok}*" for tok in i.dtypes_on(a)) or "-"
+
     for i in rows:
-        mod = ",".join(a for a in archs if modelled(a, i.family, i.name)) or "-"
+        mod = ",".join(a for a in archs if covered[a, i.name]) or "-"
         extra = [priced.get(i.name, "-")] if priced else []
-        t.add_row(i.name, i.family, *(" ".join(i.dtypes_on(a)) or "-" for a in archs), mod, *map(render.plain, extra))
+        t.add_row(i.name, i.family, *(listed(a, i) for a in archs), mod, *map(render.plain, extra))
     render.console().print(t)
 
 

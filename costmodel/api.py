@@ -120,6 +120,27 @@ def best_strategy(op: str, shape: Any = None, dtype: Any = "f16", arch: str | No
     return best.strategy, best.cycles, saving
 
 
+# Tall enough for every expand mode's column-major tile (32 rows for 8-bit types) and small enough for the largest
+# operand set (TPARTARGMAX f32: seven tiles) to fit the unified buffer, so a token fails here only for its dtypes.
+_PROBE_SHAPE = "32x128"
+
+
+def modelled_dtypes(op: str, arch: str) -> tuple[str, ...]:
+    """Return the dtype tokens of `op` on `arch`, as the catalogue lists them ('src>dst' for two-type ops), that
+    have a modelled plan (a family's lowering may leave some dtypes unmodelled, e.g. A2/A3 integer row sums)."""
+    from .catalog import instruction
+
+    out = []
+    for tok in instruction(op).dtypes_on(arch):
+        src, _, dst = tok.partition(">")
+        try:
+            plan(op, _PROBE_SHAPE, src, arch=arch, **({"dst_dtype": dst} if dst else {}))
+        except PtoCostError:
+            continue
+        out.append(tok)
+    return tuple(out)
+
+
 def catalog():
     """Return the instruction catalogue as a pandas DataFrame (one row per instruction)."""
     import pandas as pd
@@ -129,4 +150,4 @@ def catalog():
     return pd.DataFrame(list(read_rows("catalog.csv")))
 
 
-__all__ = ["estimate", "compare", "best_strategy", "plan", "catalog", "request", "estimate_request", "compare_estimates", "PtoCostError"]
+__all__ = ["estimate", "compare", "best_strategy", "plan", "catalog", "modelled_dtypes", "request", "estimate_request", "compare_estimates", "PtoCostError"]
