@@ -1,6 +1,7 @@
 """The `pto-cost` command line: parse, call the library, render. Errors: one line on stderr, exit 2."""
 
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -116,6 +117,7 @@ def plan(
     timeline: Annotated[bool, typer.Option("--timeline", help="A5: also print the pipeline model's cycle-by-cycle "
                                            "issue timeline (loops shown for their first iterations).")] = False,
     iterations: Annotated[int, typer.Option("--timeline-iterations", min=1, help="Iterations of each loop shown in the timeline (the timeline simulates at most 4 trips of a shape loop).")] = 2,
+    chrome_trace: Annotated[Optional[str], typer.Option("--chrome-trace", metavar="PATH.json", help="A5: write the timeline's instructions (the iterations --timeline-iterations shows) as a Chrome trace-event file for chrome://tracing or ui.perfetto.dev: a track per unit, 1 us = 1 cycle.")] = None,
     req: dict = None,
 ) -> None:
     """Print the plan (the intrinsic sequence or VF program) the implementation issues, like a disassembly."""
@@ -123,16 +125,29 @@ def plan(
     from costmodel.errors import PtoCostError
     from . import render
 
+    if chrome_trace and Path(chrome_trace).suffix.lower() != ".json":
+        raise PtoCostError(f"--chrome-trace {chrome_trace}: a trace-event file is JSON; give a path ending in .json")
     kw = _kwargs(req)
     p = costmodel.plan(op, kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None), strategy=strategy, **kw)
     view = None
-    if timeline:
+    if timeline or chrome_trace:
         if p.arch != "a5":
-            raise PtoCostError("--timeline needs --arch a5 (the A5 VF pipeline model)")
+            raise PtoCostError(f"{'--timeline' if timeline else '--chrome-trace'} needs --arch a5 (the A5 VF pipeline model)")
         from costmodel.models.a5_pipeline import PipelineModel
 
         result = PipelineModel().simulate(p)
         view = (result, result.timeline(max_iterations=max(1, iterations)))
+    if chrome_trace:
+        from fit.io import write_json
+
+        doc = view[1].to_chrome()
+        write_json(doc, chrome_trace)
+        n = sum(e["ph"] == "X" for e in doc["traceEvents"])
+        render.console(stderr=True).print(render.plain(
+            f"wrote {chrome_trace}: {n} dynamic instructions (the first {iterations} iteration(s) of each loop); "
+            "open it in ui.perfetto.dev or chrome://tracing"))
+        if not timeline:
+            view = None
     if json_out:
         doc = {"op": p.op, "arch": p.arch, "strategy": p.strategy, "counts": p.counts(),
                "listing": p.listing().splitlines()}

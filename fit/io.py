@@ -75,6 +75,14 @@ def write_frame(df, path: str | os.PathLike) -> None:
             df.to_csv(tmp, index=False)
 
 
+def write_json(doc: dict, path: str | os.PathLike) -> None:
+    """Write a JSON document atomically (no NaN: JSON has none)."""
+    import json
+
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(doc, allow_nan=False) + "\n")
+
+
 def save_figure(fig, path: str | os.PathLike) -> None:
     """Save a matplotlib figure (PNG/SVG/PDF/... by extension) atomically."""
     fmt = check_figure_path(path)

@@ -1,6 +1,7 @@
 """A5 pipeline model: hand-checked schedules, breakdown and bounds, extrapolation, vectorised path, views, fit."""
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -313,6 +314,28 @@ def test_cli_plan_timeline():
                                    "--arch", "a5", "--timeline"])
     assert res.exit_code == 0, res.output
     assert "__VEC_SCOPE__" in res.output and "timeline from cycle" in res.output and "bounds" in res.output
+
+
+def test_cli_plan_chrome_trace(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    out = tmp_path / "t.json"
+    args = ["plan", "TMINS", "--shape", "4x288", "--valid", "4x256", "--dtype", "f32", "--arch", "a5"]
+    res = CliRunner().invoke(app, [*args, "--chrome-trace", str(out), "--timeline-iterations", "1"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    tl = PipelineModel().simulate(api.plan("TMINS", (4, 288), "f32", "a5", valid=(4, 256))).timeline(max_iterations=1)
+    want = tl.to_dict()["rows"]
+    events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    tracks = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
+    # one event per dynamic instruction of the first iteration of each loop, on its unit's track, issue to done
+    assert len(events) == len(want) and len(want) < len(tl.trace)
+    for e, row in zip(events, want):
+        assert tracks[e["tid"]] == row["unit"] and e["args"]["iterations"] == row["iterations"]
+        assert e["ts"] == row["issue"] and e["ts"] + e["dur"] == row["done"] and e["args"]["dispatch"] <= e["ts"]
+    assert {"load0", "exu0", "store"} <= set(tracks.values()) and doc["otherData"]["cycles"] == tl.trace.end
 
 
 def test_shipped_parameters_are_complete_and_documented():

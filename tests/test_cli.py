@@ -109,6 +109,8 @@ def test_arch_comes_from_the_environment():
     (["compare", "TMINS", "--shape", "64x64", "--across", ","], "--across needs arch names"),
     (["compare", "TMINS", "--shape", "64x64", "--across", "a5", "--arch", "a2a3"], "either --arch or --across"),
     (["plan", "TADD", "--shape", "4x64", "--arch", "a5", "--timeline", "--timeline-iterations", "0"], "timeline-iterations"),
+    (["plan", "TADD", "--shape", "4x64", "--arch", "a5", "--chrome-trace", "t.txt"], "give a path ending in .json"),
+    (["plan", "TADD", "--shape", "4x64", "--arch", "a2a3", "--chrome-trace", "t.json"], "needs --arch a5"),
     (["plot", "TMINS", "--rows", "64", "--cols", "16:64:16", "-o", "fig.txt"], "unknown image format 'txt'"),
     (["plot", "TMINS", "--rows", "64", "--cols", "1:1000000:1", "-o", "fig.png"], "at most 100,000 are drawn"),
     (["predict", "tests/data/small_trace.csv", "-o", "out.txt"], "unknown table format '.txt'"),
