@@ -398,9 +398,10 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     # every other start written here
     form, n_form = fm.ADDRESS_FORM, int((rows.strategy == fm.ADDRESS_FORM).sum())
     for t, v in smooth.address.items():
+        start = t == "a0"
         out.append(ParamRow("a5", "vf", "dispatch", "*", "*", "", form, "", t,
-                            float(v + (smooth.offset.get(form, 0.0) if t == "a0" else 0.0)),
-                            smooth.stderr({t: 1.0, **({f"off|{form}": 1.0} if t == "a0" else {})}), n_form, None,
+                            float(v + (smooth.offset.get(form, 0.0) if start else 0.0)),
+                            smooth.stderr({t: 1.0, **({f"off|{form}": 1.0} if start else {})}), n_form, None,
                             f"{src}; address bound of the smooth form (per explicit load / store and chunk)"))
     # a key nobody measured (another dtype of a measured op) falls back to its family: the op's body measured on
     # most rows, in every loop form — a 256-byte chunk is the same work whatever the element type (measured:

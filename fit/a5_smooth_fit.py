@@ -40,7 +40,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.sparse import lil_matrix
 
-from costmodel.models.a5_formula import BITS, P_TERMS, address_counts, cycles, family_of, features, smooth_max
+from costmodel.models.a5_formula import A_TERMS as ADDRESS_TERMS, BITS, P_TERMS, address_counts, cycles, family_of, features, smooth_max
 
 PER_FORM_BODIES = ("TCVT",)
 # chunks of one simple op on whole vectors between plain loads and a store issue the same instructions whatever the
@@ -88,7 +88,6 @@ Q_START, Q_RANGE = 8.0, (1.5, 200.0)
 # measured case from 1.75 to 1.68 % (shared by all: 2.13 and 1.70 %).
 FLAT_RANGE = (-20.0, 20.0)
 # the address bound (models/a5_formula.py): start, cost per explicit load and per explicit store and chunk
-ADDRESS_TERMS = ("a0", "al", "as")
 ADDRESS_START, ADDRESS_LOWER, ADDRESS_UPPER = (30.0, 0.7, 0.7), (0.0, 0.0, 0.0), (200.0, 4.0, 4.0)
 
 
