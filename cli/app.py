@@ -483,7 +483,7 @@ def _load_spec(path: str) -> dict:
 
 @app.command("sweep")
 def sweep_cmd(
-    spec: Annotated[str, typer.Argument(help="Grid spec (.yaml/.toml/.json): ops, dtypes, archs, strategies, rows, cols.")],
+    spec: Annotated[str, typer.Argument(help="Grid spec (.yaml needs pto-cost\\[yaml], .toml, .json): ops, rows, cols (a number or a range like 16:512:16) and optionally dtypes, dst_dtypes (TCVT targets), archs, strategies (default, all or a name), valid_rows, valid_cols (a count or full), params (op parameters named like the options, e.g. {saturation: \\[on, off]}: a list is a grid dimension), model.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Result file (.csv or .parquet).")],
     engine: Annotated[str, typer.Option("--engine", help="local, or dask (needs pto-cost\\[dask]).")] = "local",
     workers: Annotated[Optional[int], typer.Option("--workers", help="Dask workers of the local cluster.")] = None,

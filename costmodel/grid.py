@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from typing import Any
 
@@ -9,6 +10,7 @@ from .errors import PtoCostError
 
 _RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*(?::\s*(\d+))?\s*$")
 SPEC_KEYS = ("ops", "dtypes", "archs", "strategies", "rows", "cols", "valid_rows", "valid_cols", "dst_dtypes", "params")
+SEQUENCE_PARAMS = ("gm_shape",)  # parameters whose one value is a list
 MAX_POINTS = 20_000_000  # a grid's points (before `all` strategies multiply them): ~150 bytes of output each
 
 
@@ -64,8 +66,9 @@ def expand(spec: dict[str, Any]):
     cols = parse_range(spec["cols"], "cols")
     _check_names(ops, dtypes + [d for d in dst if d], archs)
     valid = {key: _valid_count(spec.get(key), key) for key in ("valid_rows", "valid_cols")}
+    fixed, swept = _params(spec.get("params"))
     combos = list(itertools.product(ops, dtypes, dst, archs, strategies))
-    n = len(combos) * len(rows) * len(cols)
+    n = len(combos) * len(rows) * len(cols) * math.prod(len(v) for v in swept.values())
     if n > MAX_POINTS:
         raise PtoCostError(f"the sweep grid has {n:,} points; at most {MAX_POINTS:,} are evaluated at once (a coarser "
                            "STEP, or several specs)")
@@ -75,9 +78,30 @@ def expand(spec: dict[str, Any]):
     for key, col in (("valid_rows", "rows"), ("valid_cols", "cols")):
         # a fixed count larger than a point's tile is that point's error (valid region larger than the tile)
         frame[key] = frame[col] if valid[key] is None else valid[key]
-    for k, v in (spec.get("params") or {}).items():
-        frame[k] = v
+    for k, v in fixed.items():
+        frame[k] = [v] * len(frame)
+    for k, values in swept.items():
+        frame = frame.merge(pd.DataFrame({k: values}), how="cross")
     return frame
+
+
+def _params(params: Any) -> tuple[dict[str, Any], dict[str, list]]:
+    """Split a spec's `params` into (one value for every point, a list of values each point is repeated for). A
+    parameter whose value is itself a sequence (gm_shape) is swept by a list of such sequences."""
+    if params is None:
+        return {}, {}
+    if not isinstance(params, dict):
+        raise PtoCostError(f"sweep spec `params` must map parameter names to a value or a list of values, got {params!r}")
+    fixed, swept = {}, {}
+    for k, v in params.items():
+        sequence_valued = k in SEQUENCE_PARAMS
+        if isinstance(v, (list, tuple)) and (not sequence_valued or all(isinstance(x, (list, tuple)) for x in v)):
+            if not v:
+                raise PtoCostError(f"sweep spec params: {k} has an empty list of values")
+            swept[k] = [tuple(x) if isinstance(x, list) else x for x in v]
+        else:
+            fixed[k] = tuple(v) if isinstance(v, list) else v
+    return fixed, swept
 
 
 def _valid_count(value: Any, what: str) -> int | None:

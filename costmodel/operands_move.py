@@ -36,8 +36,9 @@ def layout_name(value: Any) -> str:
 
 
 def parse_gm_shape(value: Any) -> tuple[int, int, int, int, int]:
-    """Return (shape0..shape4) from `1x1x2x64x128`, `1,1,2,64,128` or a sequence of five integers."""
-    parts = list(value) if isinstance(value, (tuple, list)) else re.split(r"[x,×\s]+", str(value).strip())
+    """Return (shape0..shape4) from `1x1x2x64x128`, `1,1,2,64,128`, `(1, 1, 2, 64, 128)` (a sweep's CSV) or a
+    sequence of five integers."""
+    parts = list(value) if isinstance(value, (tuple, list)) else re.split(r"[x,×\s]+", str(value).strip(" ()[]"))
     try:
         dims = tuple(int(p) for p in parts if str(p) != "")
     except ValueError:

@@ -34,7 +34,11 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
         if progress is not None:
             progress(done, len(good))
         i = pos[row["line"]]
-        kw = request_kwargs(row)
+        try:
+            kw = request_kwargs(row)
+        except PtoCostError as exc:
+            note[i] = str(exc)
+            continue
         key = tuple(sorted((k, str(v)) for k, v in kw.items()))
         if key not in cache:
             try:

@@ -1,7 +1,8 @@
 """Read and check measured traces (DESIGN.md §4): one row per measured instruction.
 
 Columns: arch, op, dtype, dst_dtype, rows, cols, valid_rows, valid_cols, vf_impl_kind (or strategy),
-op_params, round_mode, saturation_mode, measured_cycles; any extra column is kept. `check_trace` reports
+op_params, round_mode, saturation_mode, measured_cycles; op parameters also under the column names `sweep` writes
+(scalar, saturation, binary, static_valid, ...: `param_columns`); any other column is kept. `check_trace` reports
 bad rows by file line number and says what is wrong; `request_kwargs` maps a row to `make_request` arguments.
 """
 from __future__ import annotations
@@ -165,7 +166,7 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
         v = verdicts.get((arch, op, dt, dst))
         if v:
             problems.append(Problem(int(line), v[0], v[1]))
-    key = [c for c in KEY if c in df.columns]
+    key = [c for c in (*KEY, *param_columns()) if c in df.columns]
     clean = ~df["line"].isin({p.line for p in problems})
     dup = df.duplicated(key, keep=False) & clean
     dup &= df[clean].duplicated(key, keep=False).reindex(df.index, fill_value=False)
@@ -216,9 +217,10 @@ _NO_CATALOGUE = {  # measured ops that are not PTO catalogue instructions
 
 
 def trace_request(row: Any) -> tuple[Any, str]:
-    """Return (request, note) of one trace row. A row whose operand tiles cannot sit side by side in the unified
-    buffer was nevertheless measured, so its test must have run in place: it is modelled with dst overwriting the
-    first source, and the note says so. Raises PtoCostError for a row that cannot be modelled."""
+    """Return (request, note) of one trace row. A measured row whose operand tiles cannot sit side by side in the
+    unified buffer must have run in place: it is modelled with dst overwriting the first source, and the note says
+    so (a row without measured cycles is not: it fails like `estimate`). Raises PtoCostError for a row that cannot
+    be modelled."""
     from costmodel.arch import constants
     from costmodel.errors import PtoCostError
     from costmodel.lower.alloc import alias_source, ub_need
@@ -227,7 +229,8 @@ def trace_request(row: Any) -> tuple[Any, str]:
     kw = request_kwargs(row)
     req = make_request(**kw)
     need, limit = ub_need(req.arch, list(req.tiles)), constants(req.arch).ub_bytes
-    if need <= limit or kw.get("in_place"):
+    measured = str(row.get("measured_cycles", "")).strip().lower() not in ("", "nan", "none")
+    if need <= limit or truthy(kw.get("in_place", False)) or not measured:  # an unmeasured case is what it says
         return req, ""
     try:
         alias = alias_source(list(req.tiles))
@@ -269,7 +272,30 @@ def request_kwargs(row: Any) -> dict[str, Any]:
         kw.update(_transfer_kwargs(extra, int(row["valid_rows"])))
     if row["op"].upper() == "TMOV":
         kw.update(_tmov_kwargs(extra))
+    kw.update(_param_columns(row, kw))
     return kw
+
+
+def param_columns() -> tuple[str, ...]:
+    """Return the op-parameter columns a trace may carry under the names `sweep` writes (its output is a cases file)."""
+    from costmodel.sweep import PARAM_COLUMNS
+
+    return (*(c for c in PARAM_COLUMNS if c != "vf_impl_kind"), "static_valid")
+
+
+def _param_columns(row: Any, kw: dict[str, Any]) -> dict[str, Any]:
+    """Return the parameters a row names in sweep-named columns; TraceError where one contradicts the same parameter
+    given in a trace column (e.g. `saturation` against `saturation_mode`)."""
+    out: dict[str, Any] = {}
+    for name in param_columns():
+        text = str(row.get(name, "") if row.get(name, "") is not None else "").strip()
+        if text.lower() in ("", "nan", "none"):
+            continue
+        value = truthy(text) if name == "static_valid" else text
+        if name in kw and str(kw[name]).lower() != str(value).lower():
+            raise TraceError(f"column {name} = {text!r} contradicts the trace's {kw[name]!r} for the same parameter")
+        out[name] = value
+    return out
 
 
 def _transfer_kwargs(extra: dict[str, str], valid_rows: int) -> dict[str, Any]:

@@ -147,6 +147,62 @@ def test_sweep_prices_a5_conversions_in_closed_form_like_single_estimates(monkey
             assert (r.strategy, r.model) == (one.strategy, one.model) and r.cycles == pytest.approx(one.cycles), r
 
 
+def test_list_valued_params_are_grid_dimensions():
+    grid = expand({"ops": ["TCVT"], "dtypes": ["f16"], "dst_dtypes": ["i8"], "rows": "4", "cols": "64:128:64",
+                   "params": {"saturation": ["on", "off"], "round_mode": "rint"}})
+    assert len(grid) == 4 and sorted(grid["saturation"]) == ["off", "off", "on", "on"]
+    assert set(grid["round_mode"]) == {"rint"}
+    out = sweep(grid)
+    for r in out.itertuples():
+        one = estimate("TCVT", f"{r.rows}x{r.cols}", "f16", dst_dtype="i8", saturation=r.saturation,
+                       round_mode="rint", verify=False)
+        assert r.cycles == pytest.approx(one.cycles)
+    # a GM shape is one value made of five numbers; a list of them is swept
+    one = expand({"ops": ["TLOAD"], "dtypes": ["f16"], "rows": "16", "cols": "64", "params": {"gm_shape": [1, 1, 1, 16, 64]}})
+    two = expand({"ops": ["TLOAD"], "dtypes": ["f16"], "rows": "16", "cols": "64",
+                  "params": {"gm_shape": [[1, 1, 1, 16, 64], [1, 1, 2, 8, 64]]}})
+    assert one["gm_shape"].tolist() == [(1, 1, 1, 16, 64)] and len(two) == 2
+    for bad, needle in (({"scalar": []}, "empty list"), ([1], "must map parameter names")):
+        with pytest.raises(PtoCostError, match=needle):
+            expand({"ops": ["TMINS"], "rows": "4", "cols": "64", "params": bad})
+
+
+def test_a_sweep_output_is_a_cases_file_predict_reproduces(tmp_path):
+    from fit.predict import predict_frame
+    from fit.traces import check_trace, read_trace, trace_request
+
+    frame = pd.DataFrame({
+        "op": ["TCVT", "TCVT", "TLOAD", "TCOLSUM", "TMINS", "TDIVS", "TRECIP", "TROWEXPAND", "TPARTADD"],
+        "dtype": ["f16", "f16", "f16", "f32", "f16", "f32", "f32", "f32", "f32"],
+        "dst_dtype": ["i8", "i8", "", "", "", "", "", "", ""],
+        "arch": ["a2a3"] * 6 + ["a5", "a2a3", "a5"], "rows": 16, "cols": 64,
+        "saturation": ["on", "off", "", "", "", "", "", "", ""],
+        "gm_shape": ["", "", (1, 1, 2, 8, 64), "", "", "", "", "", ""],
+        "binary": ["", "", "", True, "", "", "", "", ""],
+        "static_valid": [False, False, False, False, True, False, False, False, False],
+        "order": ["", "", "", "", "", "scalar_tile", "", "", ""],
+        "precision": ["", "", "", "", "", "", "high_precision", "", ""],
+        "expand_mode": ["", "", "", "", "", "", "", 1, ""],
+        "src1_valid": ["", "", "", "", "", "", "", "", "8x32"]})
+    swept = sweep(frame)
+    assert swept["cycles"].notna().all(), swept["note"].tolist()
+    path = tmp_path / "cases.csv"
+    swept.to_csv(path, index=False)
+    got = predict_frame(read_trace(path))
+    assert got["predicted_cycles"].to_numpy() == pytest.approx(swept["cycles"].to_numpy())
+    # each parameter reached the request: without its column (and the strategy it led to) the request differs
+    good, problems = check_trace(read_trace(path), require_measured=False)
+    assert not problems
+    for row, col in zip(good.to_dict("records"), ("saturation", "saturation", "gm_shape", "binary", "static_valid",
+                                                   "order", "precision", "expand_mode", "src1_valid")):
+        plain = {k: v for k, v in row.items() if k not in (col, "strategy")}
+        assert trace_request(row)[0] != trace_request(plain)[0], col
+    # a parameter given twice, differently, is that row's error
+    clash = read_trace(path).assign(saturation_mode=["off"] + [""] * 8)
+    out = predict_frame(clash)
+    assert np.isnan(out.loc[0, "predicted_cycles"]) and "contradicts" in out.loc[0, "note"]
+
+
 def test_sweep_passes_the_a5_parameters():
     # vf_impl_kind, precision and src_valid columns reach make_request: dropping one from PARAM_COLUMNS would
     # evaluate these rows as the plain request (same strategy and cycles, no note)

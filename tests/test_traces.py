@@ -125,6 +125,11 @@ def test_rows_whose_tiles_overflow_the_ub_are_modelled_in_place(tmp_path):
     assert np.isfinite(out.loc[0, "predicted_cycles"]) and "in place" in out.loc[0, "note"]
     # a conversion to a narrower type cannot overwrite its source: the row keeps its UB error
     assert np.isnan(out.loc[2, "predicted_cycles"]) and "unified buffer" in out.loc[2, "note"]
+    # a case nobody measured is priced as given, like `estimate` and `sweep`: it does not fit
+    cases = read_trace(p).assign(measured_cycles="")
+    out = predict_frame(cases)
+    assert np.isnan(out.loc[0, "predicted_cycles"]) and "unified buffer" in out.loc[0, "note"]
+    assert np.isfinite(out.loc[1, "predicted_cycles"])
 
 
 def test_cv_groups_by_shape_and_by_measured_case():
