@@ -342,6 +342,7 @@ def validate(
 
 
 @app.command()
+@request_options(exclude=("shape", "dtype", "valid", "arch"))
 def plot(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Figure file (.png or .svg).")],
@@ -353,8 +354,12 @@ def plot(
     model: ModelOpt = "auto",
     measured: Annotated[Optional[str], typer.Option("--measured", help="Trace whose matching rows are overlaid as points.")] = None,
     csv: Annotated[Optional[str], typer.Option("--csv", help="Also write the data behind the figure.")] = None,
+    valid_rows: Annotated[Optional[int], typer.Option("--valid-rows", min=1, help="Valid rows of every point (default: the whole tile; a smaller tile is not modelled).")] = None,
+    valid_cols: Annotated[Optional[int], typer.Option("--valid-cols", min=1, help="Valid cols of every point (default: the whole tile; a smaller tile is not modelled).")] = None,
+    req: dict = None,
 ) -> None:
-    """Shape-vs-cycle curves (one line per strategy or dtype), or a heatmap when both rows and cols are ranges."""
+    """Shape-vs-cycle curves (one line per strategy or dtype), or a heatmap when both rows and cols are ranges; the
+    request and op-parameter options are those of `estimate`."""
     from costmodel.api import resolve_arch
     from costmodel.errors import PtoCostError
     from costmodel.grid import expand
@@ -368,7 +373,12 @@ def plot(
     if csv:
         check_table_path(csv)
     arch_name, _ = resolve_arch(arch)
-    spec = {"ops": [op], "dtypes": dtype, "archs": [arch_name], "strategies": [strategy], "rows": rows, "cols": cols}
+    params = _kwargs(req)
+    dst = params.pop("dst_dtype", None)
+    if not params.get("static_valid"):
+        params.pop("static_valid", None)
+    spec = {"ops": [op], "dtypes": dtype, "archs": [arch_name], "strategies": [strategy], "rows": rows, "cols": cols,
+            "valid_rows": valid_rows, "valid_cols": valid_cols, "dst_dtypes": [dst] if dst else None, "params": params}
     grid = expand(spec)
     if len(grid) > MAX_PLOT_POINTS:
         raise PtoCostError(f"the plot grid has {len(grid):,} points; at most {MAX_PLOT_POINTS:,} are drawn (a coarser "
@@ -377,7 +387,11 @@ def plot(
         df = sweep(grid, model=model, progress=tick)
     if df["cycles"].isna().all():
         raise PtoCostError(f"no point of the grid could be modelled: {df['note'].iloc[0]}")
-    title = f"{df['op'].iloc[0]} on {arch_name} — model {df['model'].replace('', None).dropna().iloc[0]}"
+    shown = {**({"valid_rows": valid_rows} if valid_rows else {}), **({"valid_cols": valid_cols} if valid_cols else {}),
+             **params}
+    title = (f"{df['op'].iloc[0]}{f' -> {dst}' if dst else ''} on {arch_name} — model "
+             f"{df['model'].replace('', None).dropna().iloc[0]}"
+             + (f"\n{', '.join(f'{k}={v}' for k, v in shown.items())}" if shown else ""))
     if grid["rows"].nunique() > 1 and grid["cols"].nunique() > 1:
         fig = heatmap_figure(df, title=title)
     else:

@@ -45,16 +45,19 @@ REQUEST_OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 
 
-def request_options(fn: Callable) -> Callable:
-    """Decorator: append the shared request options to a typer command; they arrive as `req: dict`."""
+def request_options(fn: Callable | None = None, *, exclude: tuple[str, ...] = ()) -> Callable:
+    """Decorator: append the shared request options (but `exclude`) to a typer command; they arrive as `req: dict`."""
+    if fn is None:
+        return functools.partial(request_options, exclude=exclude)
+    names = [n for n in REQUEST_OPTIONS if n not in exclude]
     sig = inspect.signature(fn)
     own = [p for p in sig.parameters.values() if p.name != "req"]
-    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
-             for name, (ann, default) in REQUEST_OPTIONS.items()]
+    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=REQUEST_OPTIONS[name][1],
+                               annotation=REQUEST_OPTIONS[name][0]) for name in names]
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        req = {name: kwargs.pop(name) for name in REQUEST_OPTIONS if name in kwargs}
+        req = {name: kwargs.pop(name) for name in names if name in kwargs}
         if not req.get("in_place"):
             req.pop("in_place", None)
         return fn(*args, req=req, **kwargs)

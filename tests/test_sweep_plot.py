@@ -79,6 +79,21 @@ def test_plot_writes_figure_and_data(tmp_path):
     assert norm[144] > norm[128]
 
 
+def test_plot_takes_the_request_and_op_parameter_options(tmp_path):
+    # a conversion needs its target; a fixed valid width and the op's parameters reach every point
+    png, csv = tmp_path / "cvt.png", tmp_path / "cvt.csv"
+    r = run("plot", "TCVT", "--dtype", "f16", "--dst-dtype", "i8", "--saturation", "on", "--rows", "4",
+            "--cols", "64:256:64", "--valid-cols", "60", "--static-valid", "-o", str(png), "--csv", str(csv))
+    assert r.returncode == 0, r.stderr
+    df = pd.read_csv(csv)
+    assert df["cycles"].notna().all() and set(df["valid_cols"]) == {60}
+    for row in df.itertuples():
+        one = estimate("TCVT", f"{row.rows}x{row.cols}", "f16", dst_dtype="i8", saturation="on", valid=(4, 60),
+                       static_valid=True, verify=False)
+        assert row.cycles == pytest.approx(one.cycles)
+    assert run("plot", "TMINS", "--rows", "4", "--cols", "64", "--shape", "4x64", "-o", str(png)).returncode == 2
+
+
 def test_plot_overlays_measured_rows_at_their_valid_extent(tmp_path):
     """A curve point is a tile valid everywhere; a measured row with a narrower valid region sits at its valid
     cols, and matches the fixed rows by its valid rows."""
