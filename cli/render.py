@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -236,7 +237,18 @@ def fit_text(run, output: str | None, written: int, pipeline_output: str | None 
     if not output:
         con.print("dry run: nothing written")
         return
+    from costmodel.models import a5_pipeline_uarch, params
+
     if run.rows:
-        con.print(plain(f"wrote {written} parameter rows to {output}"))
+        con.print(plain(f"wrote {written} parameter rows to {output}{_in_use_hint(output, params.path_in_use(), 'PTO_COST_PARAMS')}"))
     if pipeline_output and run.pipeline is not None:
-        con.print(plain(f"wrote the A5 pipeline parameters to {pipeline_output}"))
+        con.print(plain(f"wrote the A5 pipeline parameters to {pipeline_output}"
+                        f"{_in_use_hint(pipeline_output, a5_pipeline_uarch.path_in_use(), 'PTO_COST_PIPELINE_PARAMS')}"))
+
+
+def _in_use_hint(output: str, in_use: str, env: str) -> str:
+    """Return '' when `output` is the file the models read (`in_use`), else how to make them read it."""
+    target, read = Path(output).resolve(), Path(in_use).resolve()
+    if target == read:
+        return ""
+    return f" (the models read {read}; use this one with {env}={target})"

@@ -438,6 +438,8 @@ def test_fit_command_reports_pipeline_accuracy_and_where_it_wrote(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "in-sample" in r.stdout and "MAPE nan" not in r.stdout
     assert f"wrote the A5 pipeline parameters to {params}" in r.stdout
+    # not the file the models read: the output says how to use it
+    assert f"PTO_COST_PIPELINE_PARAMS={params.resolve()}" in r.stdout.replace("\n", "")
     assert "parameter rows" not in r.stdout and not formula.exists()
     got, _ = read_params(params)
     assert got.sfu32_ii == pytest.approx(3.0, abs=0.3)

@@ -144,12 +144,19 @@ def read_params(path=None) -> tuple[A5Uarch, dict[str, dict[str, str]]]:
     return A5Uarch().with_values(values), by_name
 
 
-def shipped() -> A5Uarch:
-    """Return the parameters in use: $PTO_COST_PIPELINE_PARAMS when set (a user's own fit), else those shipped in
-    data/a5_pipeline_params.csv."""
+def path_in_use() -> str:
+    """Return the path of the pipeline parameters in use: $PTO_COST_PIPELINE_PARAMS when set (a user's own fit), else
+    the shipped data/a5_pipeline_params.csv."""
     import os
 
-    return _load(os.environ.get("PTO_COST_PIPELINE_PARAMS") or None)
+    from .._data import data_path
+
+    return os.environ.get("PTO_COST_PIPELINE_PARAMS") or str(data_path(PARAMS_FILE))
+
+
+def shipped() -> A5Uarch:
+    """Return the pipeline parameters in use (`path_in_use`)."""
+    return _load(path_in_use())
 
 
 @functools.cache

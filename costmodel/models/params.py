@@ -102,11 +102,17 @@ def read_table(path: str | Path) -> ParamTable:
     return ParamTable(rows, str(path))
 
 
-def shipped() -> ParamTable:
-    """Return the parameter table in use: $PTO_COST_PARAMS when set (a user's own fit), else the shipped one."""
+def path_in_use() -> str:
+    """Return the path of the parameter table in use: $PTO_COST_PARAMS when set (a user's own fit), else the shipped
+    one."""
     import os
 
-    return _load(os.environ.get("PTO_COST_PARAMS") or str(data_path("formula_params.csv")))
+    return os.environ.get("PTO_COST_PARAMS") or str(data_path("formula_params.csv"))
+
+
+def shipped() -> ParamTable:
+    """Return the parameter table in use (`path_in_use`)."""
+    return _load(path_in_use())
 
 
 @functools.cache
