@@ -128,7 +128,8 @@ def plan(
     if chrome_trace and Path(chrome_trace).suffix.lower() != ".json":
         raise PtoCostError(f"--chrome-trace {chrome_trace}: a trace-event file is JSON; give a path ending in .json")
     kw = _kwargs(req)
-    p = costmodel.plan(op, kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None), strategy=strategy, **kw)
+    shape, dtype, arch = kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None)
+    p = costmodel.plan(op, shape, dtype, arch, strategy=strategy, **kw)
     view = None
     if timeline or chrome_trace:
         if p.arch != "a5":
@@ -161,7 +162,9 @@ def plan(
             result, tl = view
             note = " (trips of shape loops clipped to 4 for the timeline)" if result.extrapolated or any(
                 n > 4 for n in result.template.trips) else ""
-            sys.stdout.write(f"\n; pipeline model: {result.cycles:.2f} cycles{note}\n")
+            e = costmodel.estimate(op, shape, dtype, arch, strategy=p.strategy, verify=False, **kw)
+            sys.stdout.write(f"\n; pipeline simulation: {result.cycles:.2f} cycles{note}; `estimate` (model {e.model}) "
+                             f"gives {e.cycles:.2f}\n")
             sys.stdout.write(tl.to_text() + "\n")
             sys.stdout.write(result.bottleneck_view().to_text() + "\n")
 
@@ -250,7 +253,7 @@ def ops(
         t.add_column(f"{a} dtypes")
     t.add_column("modelled")
     if priced:
-        t.add_column("a5 priced by", no_wrap=True)
+        t.add_column("a5 priced by (its f32 form)", no_wrap=True)
 
     def listed(a: str, i) -> str:
         ok = covered[a, i.name]

@@ -314,6 +314,9 @@ def test_cli_plan_timeline():
                                    "--arch", "a5", "--timeline"])
     assert res.exit_code == 0, res.output
     assert "__VEC_SCOPE__" in res.output and "timeline from cycle" in res.output and "bounds" in res.output
+    # the simulation's figure is told apart from what `estimate` answers for the same request
+    e = api.estimate("TADD", (2, 224), "f32", "a5", valid=(2, 192), verify=False)
+    assert f"`estimate` (model {e.model}) gives {e.cycles:.2f}" in res.output
 
 
 def test_cli_plan_chrome_trace(tmp_path):

@@ -170,7 +170,7 @@ class BottleneckView:
                 "bottleneck": list(self.bottleneck)}
 
     def to_text(self) -> str:
-        lines = [f"estimate {self.cycles:.2f} cycles at the full trip counts; bounds (>= 98 % of it = bottleneck):"]
+        lines = [f"pipeline simulation {self.cycles:.2f} cycles at the full trip counts; bounds (>= 98 % of it = bottleneck):"]
         for name, v in sorted(self.bounds, key=lambda kv: -kv[1]):
             mark = "  <- bottleneck" if name in self.bottleneck else ""
             share = v / self.cycles * 100 if self.cycles else 0.0
