@@ -1,4 +1,5 @@
-"""Figures over predictions: predicted-vs-measured and residuals (matplotlib, imported lazily, Agg backend)."""
+"""Figures over predictions: predicted-vs-measured and residuals, shape-vs-cycle curves and heatmaps (matplotlib,
+imported lazily; plain Figures, no backend chosen)."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,18 +19,34 @@ def _cmap(name: str, n: int):
     return matplotlib.colormaps[name].resampled(max(n, 1))
 
 
+# line styles and markers cycled with the colours, so tied series (drawn over each other) and more series than a
+# palette has colours stay distinguishable
+LINE_STYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+RESIDUAL_LABELS = 12  # residual points outside ±5 % named by their op, worst first
+
+
+def _style(i: int) -> dict:
+    """Colour and marker of the i-th scatter series: tab10's ten colours × MARKERS, no pair repeated."""
+    import matplotlib
+
+    return {"color": matplotlib.colormaps["tab10"](i % 10), "marker": MARKERS[(i // 10 + i) % len(MARKERS)]}
+
+
 def validation_figure(df: pd.DataFrame, title: str = ""):
-    """Return a figure: predicted vs measured (log-log, y = x and ±5 % bands) and APE per row, coloured by op."""
+    """Return a figure: predicted vs measured (log-log, y = x and ±5 % bands) and the error per row, one colour and
+    marker per op; the worst rows outside ±5 % are named on the residual panel."""
     ok = df[np.isfinite(df["predicted_cycles"]) & np.isfinite(df["measured_cycles"])]
+    ok = ok.assign(err=(ok["predicted_cycles"] - ok["measured_cycles"]) / ok["measured_cycles"] * 100)
     fig = _figure(figsize=(13, 5.5))
     ax1, ax2 = fig.subplots(1, 2)
-    ops = sorted(ok["op"].unique())
-    cmap = _cmap("tab20", len(ops))
-    for i, op in enumerate(ops):
+    for i, op in enumerate(sorted(ok["op"].unique())):
         g = ok[ok["op"] == op]
-        ax1.scatter(g["measured_cycles"], g["predicted_cycles"], s=14, color=cmap(i), label=op)
-        err = (g["predicted_cycles"] - g["measured_cycles"]) / g["measured_cycles"] * 100
-        ax2.scatter(g["measured_cycles"], err, s=14, color=cmap(i))
+        style = _style(i)
+        ax1.scatter(g["measured_cycles"], g["predicted_cycles"], s=16, label=op, **style)
+        ax2.scatter(g["measured_cycles"], g["err"], s=16, **style)
+    for r in ok[ok["err"].abs() > 5].assign(a=lambda d: d["err"].abs()).nlargest(RESIDUAL_LABELS, "a").itertuples():
+        ax2.annotate(f" {r.op} {r.dtype}", (r.measured_cycles, r.err), fontsize=7, color="dimgrey", va="center")
     if len(ok):
         lo = float(min(ok["measured_cycles"].min(), ok["predicted_cycles"].min())) * 0.8
         hi = float(max(ok["measured_cycles"].max(), ok["predicted_cycles"].max())) * 1.25
@@ -47,7 +64,7 @@ def validation_figure(df: pd.DataFrame, title: str = ""):
     ax2.set_xscale("log")
     ax2.set_xlabel("measured cycles")
     ax2.set_ylabel("error (predicted − measured) / measured [%]")
-    ax2.set_title("residuals")
+    ax2.set_title("residuals (rows beyond ±5 % named)")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -59,42 +76,73 @@ def _series_label(keys: tuple, names: list[str]) -> str:
 
 
 def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", measured: pd.DataFrame | None = None):
-    """Return a figure of cycles vs `x` (rows or cols), one step-line per series, with default-strategy changes marked.
+    """Return a figure of cycles vs `x` (rows or cols), one step-line per series, and below it a strip per dtype
+    showing which strategy is the default at each `x`.
 
     Lines are drawn as steps between sampled shapes so repeat and 255-repeat boundaries stay visible; each step ends
     at its sample (a cost that grows with ceil(x / chunk) holds from just past one sample up to the next), so a
-    measured row at a width between samples sits on the step of the sample above it.
+    measured row at a width between samples sits on the step of the sample above it. Each line has its own dash
+    pattern, so lines that tie stay visible.
     """
-    fig = _figure(figsize=(11, 6))
-    ax = fig.subplots()
+    defaults = df[df["default"]].sort_values(x) if "default" in df else df.iloc[:0]
+    strip_rows = defaults["dtype"].nunique()
+    fig = _figure(figsize=(11, 6 + 0.35 * strip_rows))
+    if strip_rows:
+        ax, strip = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [14, 0.8 * strip_rows]})
+    else:
+        ax, strip = fig.subplots(), None
     xs = np.sort(df[x].unique())
-    for keys, g in df[df["cycles"].notna()].groupby(series, sort=False):  # unmodelled points: _mark_unmodelled
+    colours: dict[str, tuple] = {}
+    for i, (keys, g) in enumerate(df[df["cycles"].notna()].groupby(series, sort=False)):  # gaps: _mark_unmodelled
         keys = keys if isinstance(keys, tuple) else (keys,)
         g = g.groupby(x)["cycles"].first().reindex(xs)  # gaps where the strategy is illegal stay gaps
-        ax.plot(g.index, g.to_numpy(), drawstyle="steps-pre", marker=".", ms=3, lw=1.3, label=_series_label(keys, series))
-    defaults = df[df["default"]].sort_values(x) if "default" in df else df.iloc[:0]
-    for dt, g in defaults.groupby("dtype", sort=False):
-        change = g["strategy"].ne(g["strategy"].shift())
-        first = True
-        for xv, name in zip(g.loc[change, x], g.loc[change, "strategy"]):
-            if first:
-                first = False
-                continue
-            ax.axvline(xv, color="grey", ls=":", lw=1)
-            ax.annotate(f"default → {name}" + (f" ({dt})" if df["dtype"].nunique() > 1 else ""), (xv, 1.0),
-                        xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right", fontsize=7, color="dimgrey")
+        (line,) = ax.plot(g.index, g.to_numpy(), drawstyle="steps-pre", marker=".", ms=3, lw=1.4,
+                          ls=LINE_STYLES[i % len(LINE_STYLES)], label=_series_label(keys, series))
+        if "strategy" in series:
+            colours.setdefault(keys[series.index("strategy")], line.get_color())
     if measured is not None and len(measured):
         ax.scatter(measured[x], measured["measured_cycles"], marker="x", color="black", s=40, zorder=5,
                    label="measured (at its valid extent)")
     _mark_unmodelled(ax, df, x)
     _mark_series_ends(ax, df, x)
-    ax.set_xlabel(f"{'columns' if x == 'cols' else 'rows'} (elements)")
+    extra = _default_strip(strip, defaults, x, xs, colours) if strip is not None else []
+    (strip or ax).set_xlabel("columns (elements)" if x == "cols" else "rows")
     ax.set_ylabel("cycles")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles + extra, labels + [h.get_label() for h in extra], fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def _default_strip(ax, defaults: pd.DataFrame, x: str, xs: np.ndarray, colours: dict) -> list:
+    """Draw one bar per dtype under the curves, coloured by the default strategy at each x (named where wide, and
+    coloured like its line where strategies are lines); returns legend handles for the strategies with no line."""
+    import matplotlib
+
+    step = np.diff(xs).min() if len(xs) > 1 else 1
+    span = (xs.max() - xs.min() + step) if len(xs) else 1
+    from matplotlib.patches import Patch
+
+    palette = matplotlib.colormaps["tab10"]
+    lined = set(colours)
+    dtypes = list(dict.fromkeys(defaults["dtype"]))
+    for k, dt in enumerate(dtypes):
+        row = len(dtypes) - 1 - k  # the first dtype on top
+        g = defaults[defaults["dtype"] == dt]
+        run = g["strategy"].ne(g["strategy"].shift()).cumsum()
+        for _, seg in g.groupby(run, sort=False):
+            name = seg["strategy"].iloc[0]
+            colour = colours.setdefault(name, palette(len(colours) % 10))
+            lo, hi = seg[x].min() - step, seg[x].max()  # a step line holds each sample's cost from the previous one
+            ax.broken_barh([(lo, hi - lo)], (row + 0.1, 0.8), color=colour, alpha=0.75)
+            if hi - lo >= 0.07 * span:
+                ax.text((lo + hi) / 2, row + 0.5, name, ha="center", va="center", fontsize=7)
+    ax.set_yticks(np.arange(len(dtypes)) + 0.5, [f"default ({dt})" for dt in reversed(dtypes)], fontsize=7)
+    ax.set_ylim(0, len(dtypes))
+    ax.tick_params(axis="y", length=0)
+    return [Patch(color=c, alpha=0.75, label=f"default {n}") for n, c in colours.items() if n not in lined]
 
 
 def _mark_unmodelled(ax, df: pd.DataFrame, x: str) -> None:

@@ -272,3 +272,36 @@ def test_curves_mark_where_one_dtype_stops_being_modelled():
     assert any(t.startswith("not modelled from cols = 80") for t in texts)
     assert [line.get_label() for line in fig.axes[0].get_lines() if not line.get_label().startswith("_")] == \
         ["f16 s", "f32 s"]
+
+
+def test_curves_show_the_default_strategy_in_a_strip_and_ties_stay_visible():
+    from fit.plots import curves_figure
+
+    rows = [{"dtype": "f16", "strategy": s, "cols": c, "rows": 64, "cycles": 10.0 + c,
+             "default": s == ("a" if c < 48 else "b"), "note": ""} for s in ("a", "b") for c in (16, 32, 48, 64)]
+    fig = curves_figure(pd.DataFrame(rows), "cols", ["strategy"])
+    curves, strip = fig.axes
+    lines = [ln for ln in curves.get_lines() if not ln.get_label().startswith("_")]
+    assert len({ln.get_linestyle() for ln in lines}) == 2  # the two tied lines are told apart by their dashes
+    bars = strip.collections
+    assert len(bars) == 2  # a then b
+    colour = {ln.get_label(): ln.get_color() for ln in lines}
+    import matplotlib.colors as mcolors
+
+    assert [mcolors.to_hex(b.get_facecolor()[0][:3]) for b in bars] == [mcolors.to_hex(colour[n]) for n in "ab"]
+    spans = [b.get_paths()[0].get_extents() for b in bars]
+    assert spans[0].x0 == 0 and spans[0].x1 == 32 and spans[1].x0 == 32 and spans[1].x1 == 64
+    assert [t.get_text() for t in strip.get_yticklabels()] == ["default (f16)"]
+
+
+def test_validation_figure_names_the_worst_rows_and_never_repeats_a_style():
+    from fit.plots import validation_figure
+
+    ops = [f"OP{i}" for i in range(25)]
+    df = pd.DataFrame({"op": ops, "dtype": "f32", "measured_cycles": 100.0,
+                       "predicted_cycles": [100.0] * 24 + [130.0]})
+    fig = validation_figure(df)
+    scatter, resid = fig.axes
+    styles = {(tuple(c.get_facecolor()[0]), c.get_paths()[0].vertices.tobytes()) for c in scatter.collections[:25]}
+    assert len(styles) == 25
+    assert [t.get_text().strip() for t in resid.texts] == ["OP24 f32"]
