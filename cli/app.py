@@ -17,7 +17,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout instead of a table.")]
+JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON document on stdout instead of a table.")]
 StrategyOpt = Annotated[Optional[str], typer.Option("--strategy", help="Force an emission strategy (see `compare`).")]
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Cost model: auto (A2/A3: formula; A5: the formula where the table has parameters for the request, else the anchored pipeline), formula, pipeline, anchored (A5).")]
 MAX_PLOT_POINTS = 100_000
@@ -33,7 +33,7 @@ def estimate(
     op: Annotated[str, typer.Argument(help="Instruction, e.g. TMINS, TADD, TPARTMAX, BlockReduceMin.")],
     strategy: StrategyOpt = None,
     model: ModelOpt = "auto",
-    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the emulator check.")] = False,
+    no_verify: Annotated[bool, typer.Option("--no-verify", metavar="", help="Skip the emulator check.")] = False,
     json_out: JsonOpt = False,
     req: dict = None,
 ) -> None:
@@ -56,7 +56,7 @@ def compare(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
     model: ModelOpt = "auto",
     across: Annotated[Optional[str], typer.Option("--across", help="Compare on several arches side by side, e.g. a2a3,a5.")] = None,
-    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the emulator checks.")] = False,
+    no_verify: Annotated[bool, typer.Option("--no-verify", metavar="", help="Skip the emulator checks.")] = False,
     json_out: JsonOpt = False,
     req: dict = None,
 ) -> None:
@@ -114,7 +114,7 @@ def plan(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
     strategy: StrategyOpt = None,
     json_out: JsonOpt = False,
-    timeline: Annotated[bool, typer.Option("--timeline", help="A5: also print the pipeline model's cycle-by-cycle "
+    timeline: Annotated[bool, typer.Option("--timeline", metavar="", help="A5: also print the pipeline model's cycle-by-cycle "
                                            "issue timeline (loops shown for their first iterations).")] = False,
     iterations: Annotated[int, typer.Option("--timeline-iterations", min=1, help="Iterations of each loop shown in the timeline (the timeline simulates at most 4 trips of a shape loop).")] = 2,
     chrome_trace: Annotated[Optional[str], typer.Option("--chrome-trace", metavar="PATH.json", help="A5: write the timeline's instructions (the iterations --timeline-iterations shows) as a Chrome trace-event file for chrome://tracing or ui.perfetto.dev: a track per unit, 1 us = 1 cycle.")] = None,
@@ -434,7 +434,7 @@ def fit_cmd(
     cv: Annotated[int, typer.Option("--cv", min=2, help="Folds of the cross-validation (form choice and reported CV error); fewer folds train on fewer shapes, so the error rises (A2/A3 with 3 folds: about twice the 5-fold figure).")] = 5,
     cv_group: Annotated[str, typer.Option("--cv-group", help="What a fold holds out whole: shape (every op at a tile shape) or measurement (one measured case; other ops at its shape stay in).")] = "shape",
     model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all.")] = "formula",
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Report only; write nothing.")] = False,
     pipeline_output: Annotated[str, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (use them with PTO_COST_PIPELINE_PARAMS=PATH).")] = "data/a5_pipeline_params.csv",
     json_out: JsonOpt = False,
 ) -> None:

@@ -54,6 +54,8 @@ def test_help_texts_print_as_written():
         res = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "200"})
         assert res.exit_code == 0, (name, res.output)
         assert not emoji.search(res.output), (name, emoji.findall(res.output))
+        flags = [ln for ln in res.output.splitlines() if "<bool>" in ln and "--help" not in ln]
+        assert not flags, (name, flags)  # a flag takes no value: no metavar
     sweep = CliRunner().invoke(app, ["sweep", "--help"], env={"COLUMNS": "200"}).output
     assert "pto-cost[dask]" in sweep  # square brackets in help are text, not markup
 
