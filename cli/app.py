@@ -301,10 +301,24 @@ def predict(
     trace = read_trace(cases)
     with render.progress("predicting", len(trace)) as tick:
         df = predict_frame(trace, model=model, progress=tick)
-    write_frame(df.drop(columns=["line"]), output)
+    added = [c for c in trace.attrs.get("added_columns", ["line"]) if c not in ("strategy",)]
+    write_frame(_numbers_as_numbers(df.drop(columns=added)), output)
     n_ok = int(df["predicted_cycles"].notna().sum())
     render.console(stderr=True).print(render.plain(f"wrote {output}: {n_ok} of {len(df)} rows predicted"
                                       + (f", {len(df) - n_ok} with a reason in `note`" if n_ok < len(df) else "")))
+
+
+def _numbers_as_numbers(df):
+    """Return the frame with text columns that are wholly numbers as numbers (a CSV is read as text to be checked)."""
+    import pandas as pd
+
+    out = df.copy()
+    for col in [c for c in out.columns if pd.api.types.is_string_dtype(out[c]) or out[c].dtype == object]:
+        text = out[col].astype(str).str.strip()
+        num = pd.to_numeric(text.where(text != ""), errors="coerce")
+        if len(num) and num.notna().all():
+            out[col] = num
+    return out
 
 
 @app.command()

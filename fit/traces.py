@@ -90,14 +90,16 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace") -> pd.DataFrame:
     if missing:
         raise TraceError(f"{name}: missing column(s) {', '.join(missing)}; a trace needs {', '.join(REQUIRED)} "
                          f"(optional: {', '.join(OPTIONAL)})")
-    for col in OPTIONAL:
-        if col not in df.columns:
-            df[col] = ""
+    added = [col for col in OPTIONAL if col not in df.columns]
+    for col in added:
+        df[col] = ""
     for col in KEY:  # missing values (NaN/None from Parquet or a frame) become '' like an empty CSV cell
         df[col] = _missing_as_empty(df[col]).astype(str).replace({"nan": "", "None": ""}).str.strip()
     df["measured_cycles"] = _missing_as_empty(df["measured_cycles"])
     if "line" not in df.columns:
         df.insert(0, "line", np.arange(2, len(df) + 2))
+        added = ["line", *added]
+    df.attrs["added_columns"] = added  # what the input lacked: outputs leave them out again
     return df
 
 

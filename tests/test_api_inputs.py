@@ -78,6 +78,22 @@ def test_predict_keeps_shape_columns_numeric(tmp_path):
     assert out["rows"].dtype == np.int64 and out["cols"].dtype == np.int64 and out["predicted_cycles"].notna().all()
 
 
+def test_predict_writes_the_input_columns_plus_its_own(tmp_path):
+    import subprocess
+    import sys
+
+    cases = tmp_path / "cases.csv"
+    cases.write_text("arch,op,dtype,rows,cols,id\na2a3,TMINS,f16,64,64,7\na5,TADD,f32,16,64,8\n")
+    for name in ("out.csv", "out.parquet"):
+        r = subprocess.run([sys.executable, "-m", "cli", "predict", str(cases), "-o", str(tmp_path / name)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        out = pd.read_csv(tmp_path / name) if name.endswith(".csv") else pd.read_parquet(tmp_path / name)
+        assert list(out.columns) == ["arch", "op", "dtype", "rows", "cols", "id", "strategy", "predicted_cycles",
+                                     "model", "note"]
+        assert out["id"].tolist() == [7, 8] and out["predicted_cycles"].notna().all()
+
+
 def test_compare_frame_marks_one_fastest_preferring_the_default_on_a_tie():
     df = costmodel.compare("TMINS", "64x64", "f32", verify=False)
     best = df["cycles"].min()
