@@ -10,9 +10,35 @@ SCHEMA_VERSION = 1
 
 
 def console(stderr: bool = False):
+    """Return a rich console on stdout (or stderr); into a pipe or file, lines lose the padding tables end with."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    stream = sys.stderr if stderr else sys.stdout
+    file = stream if stream.isatty() else _TrimmedLines(stream)
+    return Console(file=file, stderr=stderr, highlight=False, soft_wrap=True)
+
+
+class _TrimmedLines:
+    """A text stream that writes each line without its trailing spaces (rich pads table cells to the column width)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.stream.write(line.rstrip(" ") + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.stream.write(self.pending)
+            self.pending = ""
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
 
 
 def plain(value: Any) -> str:

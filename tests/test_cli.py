@@ -195,6 +195,14 @@ def test_plan_listing_and_verify_all():
     assert r.returncode == 0 and r.stdout.count(": yes") >= 2
 
 
+def test_piped_tables_carry_no_padding():
+    for args in (("estimate", "TMINS", "--shape", "64x64", "--dtype", "f16"),
+                 ("compare", "TMINS", "--shape", "64x64", "--dtype", "f16")):
+        r = run(*args)
+        assert r.returncode == 0 and r.stdout.count("\n") > 5
+        assert not [ln for ln in r.stdout.splitlines() if ln.endswith(" ")], args
+
+
 def test_ops_lists_the_catalogue():
     r = run("ops", "--arch", "a2a3", "--json")
     doc = json.loads(r.stdout)
