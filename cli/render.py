@@ -82,8 +82,9 @@ def fmt_cycles(c: float) -> str:
 
 
 def breakdown_text(breakdown) -> str:
-    """Return the breakdown's parts as "name cycles" pairs, leaving out parts that round to zero, or "-"."""
-    return "  ".join(f"{k} {fmt_cycles(v)}" for k, v in breakdown if round(v, 1) != 0) or "-"
+    """Return the breakdown's parts as "name cycles" pairs to one decimal, leaving out parts that round to zero, or
+    "-"."""
+    return "  ".join(f"{k} {round(v, 1) + 0.0:,.1f}" for k, v in breakdown if round(v, 1) != 0) or "-"
 
 
 def _param_text(name: str, value: Any) -> str:

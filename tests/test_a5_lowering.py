@@ -369,7 +369,7 @@ def test_auto_model_prices_an_unmeasured_op_by_the_pipeline_anchored_on_the_meas
     pipeline = costmodel.estimate("TRSQRT", "1x640", "f32", arch="a5", model="pipeline", verify=False)
     assert pipeline.model == "pipeline" and pipeline.params_from == ""
     assert unmeasured.cycles == pytest.approx(pipeline.cycles + sum(diff) / len(diff), rel=1e-12)
-    assert dict(unmeasured.breakdown)["measured-op correction"] == pytest.approx(sum(diff) / len(diff), rel=1e-12)
+    assert dict(unmeasured.breakdown)["measured_op_correction"] == pytest.approx(sum(diff) / len(diff), rel=1e-12)
     with pytest.raises(costmodel.PtoCostError, match="no A5 formula parameters"):
         costmodel.estimate("TRSQRT", "1x640", "f32", arch="a5", model="formula", verify=False)
     # no measured op of the dtype: nothing to anchor on, the pipeline alone (and the estimate says so)

@@ -257,8 +257,8 @@ def test_breakdown_text_never_prints_minus_zero_or_empty_parts():
     from cli.render import breakdown_text, fmt_cycles
 
     assert fmt_cycles(-0.04) == "0.0" and fmt_cycles(-1.26) == "-1.3" and fmt_cycles(2.0) == "2"
-    text = breakdown_text((("startup", 67.8), ("iterations", -3e-6), ("flat program", 11.6)))
-    assert text == "startup 67.8  flat program 11.6"
+    text = breakdown_text((("startup", 67.8), ("iterations", -3e-6), ("flat_program", 11.6)))
+    assert text == "startup 67.8  flat_program 11.6"
     assert breakdown_text((("iterations", 0.01),)) == "-"
 
 

@@ -24,7 +24,7 @@ from .a5_pipeline import PipelineModel
 from .params import ParamTable, shipped
 
 ANCHOR_FAMILIES = ("unary", "binary", "binary_scalar")  # one load or two, one store, ops per chunk in between
-CORRECTION = "measured-op correction"
+CORRECTION = "measured_op_correction"
 CORRECTIONS_KEPT = 100_000  # corrections an instance keeps (a sweep's distinct anchor requests)
 
 

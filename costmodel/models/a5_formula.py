@@ -53,7 +53,7 @@ A_TERMS = ("a0", "al", "as")  # the address bound's start and cost per explicit 
 ADDRESS_FORM = "2d-no-post-update"  # the loop form whose accesses all compute their address (costmodel.md §7)
 # how the breakdown names each term of the binding bound
 ROLE = {"p0": "startup", "d0": "startup", "p1": "iterations", "p4": "iterations", "d1": "iterations",
-        "p2": "rows", "p3": "rows", "d2": "rows", "d3": "rows", "p5": "flat program", "a0": "startup",
+        "p2": "rows", "p3": "rows", "d2": "rows", "d3": "rows", "p5": "flat_program", "a0": "startup",
         "ac": "addresses"}
 BITS = {d.name: d.bits for d in all_dtypes()}  # element width by canonical name (data/dtypes.csv)
 
@@ -241,5 +241,5 @@ class A5FormulaModel:
         for t, col in feature.items():
             parts[ROLE[t]] = parts.get(ROLE[t], 0.0) + coeffs.get(t, 0.0) * f[col]
         # the smooth form's excess over the binding bound: the bounds compete near their crossover
-        parts["bound overlap"] = total - max(P, D, A)
+        parts["bound_overlap"] = total - max(P, D, A)
         return total, tuple((k, v) for k, v in parts.items() if v)
