@@ -245,15 +245,18 @@ def ops(
         return
     from rich.table import Table
 
-    t = Table(title=f"PTO instructions ({len(rows)})",
-              caption="*: listed for the arch but not modelled there (the op's other dtypes are)")
+    starred = any(covered[a, i.name] and set(i.dtypes_on(a)) - set(covered[a, i.name]) for a in archs for i in rows)
+    caption = [*(["*: listed for the arch but not modelled there (the op's other dtypes are)"] if starred else []),
+               *(["a5 priced by: the model of the op's f32 form (other dtypes may differ; estimate names it)"]
+                 if priced else [])]
+    t = Table(title=f"PTO instructions ({len(rows)})", caption="\n".join(caption) or None)
     t.add_column("name", style="bold", no_wrap=True)
     t.add_column("family", overflow="fold")
     for a in archs:
         t.add_column(f"{a} dtypes")
     t.add_column("modelled")
     if priced:
-        t.add_column("a5 priced by (its f32 form)", no_wrap=True)
+        t.add_column("a5 priced by", no_wrap=True)
 
     def listed(a: str, i) -> str:
         ok = covered[a, i.name]
@@ -302,23 +305,10 @@ def predict(
     with render.progress("predicting", len(trace)) as tick:
         df = predict_frame(trace, model=model, progress=tick)
     added = [c for c in trace.attrs.get("added_columns", ["line"]) if c not in ("strategy",)]
-    write_frame(_numbers_as_numbers(df.drop(columns=added)), output)
+    write_frame(df.drop(columns=added), output)
     n_ok = int(df["predicted_cycles"].notna().sum())
     render.console(stderr=True).print(render.plain(f"wrote {output}: {n_ok} of {len(df)} rows predicted"
                                       + (f", {len(df) - n_ok} with a reason in `note`" if n_ok < len(df) else "")))
-
-
-def _numbers_as_numbers(df):
-    """Return the frame with text columns that are wholly numbers as numbers (a CSV is read as text to be checked)."""
-    import pandas as pd
-
-    out = df.copy()
-    for col in [c for c in out.columns if pd.api.types.is_string_dtype(out[c]) or out[c].dtype == object]:
-        text = out[col].astype(str).str.strip()
-        num = pd.to_numeric(text.where(text != ""), errors="coerce")
-        if len(num) and num.notna().all():
-            out[col] = num
-    return out
 
 
 @app.command()

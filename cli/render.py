@@ -19,7 +19,8 @@ def console(stderr: bool = False):
 
 
 class _TrimmedLines:
-    """A text stream that writes each line without its trailing spaces (rich pads table cells to the column width)."""
+    """A text stream that writes each line without its trailing spaces (rich pads table cells to the column width);
+    everything else (encoding, isatty, fileno) is the wrapped stream's."""
 
     def __init__(self, stream):
         self.stream = stream
@@ -27,8 +28,8 @@ class _TrimmedLines:
 
     def write(self, text: str) -> int:
         *lines, self.pending = (self.pending + text).split("\n")
-        for line in lines:
-            self.stream.write(line.rstrip(" ") + "\n")
+        if lines:
+            self.stream.write("".join(line.rstrip(" ") + "\n" for line in lines))
         return len(text)
 
     def flush(self) -> None:
@@ -37,8 +38,8 @@ class _TrimmedLines:
             self.pending = ""
         self.stream.flush()
 
-    def isatty(self) -> bool:
-        return False
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
 
 
 def plain(value: Any) -> str:

@@ -86,21 +86,36 @@ def expand(spec: dict[str, Any]):
 
 
 def _params(params: Any) -> tuple[dict[str, Any], dict[str, list]]:
-    """Split a spec's `params` into (one value for every point, a list of values each point is repeated for). A
-    parameter whose value is itself a sequence (gm_shape) is swept by a list of such sequences."""
+    """Split a spec's `params` into (one value for every point, a list of values each point is repeated for). A GM
+    shape is one value made of five numbers (a list of them, or of 1x1x1x64x128 strings, is swept) and is kept as
+    its AxBxC text, a cell a CSV or Parquet file holds as it is. Names must be parameters a sweep reads."""
+    from .operands_move import parse_gm_shape
+    from .sweep import PARAM_COLUMNS
+
     if params is None:
         return {}, {}
     if not isinstance(params, dict):
         raise PtoCostError(f"sweep spec `params` must map parameter names to a value or a list of values, got {params!r}")
+    known = (*PARAM_COLUMNS, "static_valid", "dst_dtype")
+    unknown = [k for k in params if k not in known]
+    if unknown:
+        hint = [k for k in unknown if k.replace("-", "_") in known]
+        raise PtoCostError(f"sweep spec params: unknown parameter(s) {', '.join(unknown)}"
+                           + (f" (names use underscores: {', '.join(k.replace('-', '_') for k in hint)})" if hint
+                              else f"; accepted: {', '.join(known)}"))
     fixed, swept = {}, {}
     for k, v in params.items():
-        sequence_valued = k in SEQUENCE_PARAMS
-        if isinstance(v, (list, tuple)) and (not sequence_valued or all(isinstance(x, (list, tuple)) for x in v)):
+        if k in SEQUENCE_PARAMS:
+            many = isinstance(v, (list, tuple)) and all(isinstance(x, (list, tuple, str)) for x in v)
+            values = [v] if not many else list(v)
+            v = ["x".join(map(str, parse_gm_shape(x))) for x in values]
+            v = v if many else v[0]
+        if isinstance(v, (list, tuple)):
             if not v:
                 raise PtoCostError(f"sweep spec params: {k} has an empty list of values")
-            swept[k] = [tuple(x) if isinstance(x, list) else x for x in v]
+            swept[k] = list(v)
         else:
-            fixed[k] = tuple(v) if isinstance(v, list) else v
+            fixed[k] = v
     return fixed, swept
 
 

@@ -63,16 +63,34 @@ def check_figure_path(path: str | os.PathLike) -> str:
 
 
 def write_frame(df, path: str | os.PathLike) -> None:
-    """Write a DataFrame as CSV or Parquet (by extension), atomically."""
+    """Write a DataFrame as CSV or Parquet (by extension), atomically. In Parquet, a text column whose filled cells
+    are all numbers is written as numbers (blanks as missing): a checked CSV is read as text, and a typed file should
+    not keep it so; a CSV keeps the text as it was."""
     fmt = check_table_path(path)
     with atomic_path(path) as tmp:
         if fmt == "parquet":
             try:
-                df.to_parquet(tmp, index=False)
+                _typed(df).to_parquet(tmp, index=False)
             except ImportError:
                 raise PtoCostError("writing Parquet needs pyarrow (pip install 'pto-cost[parquet]')") from None
         else:
             df.to_csv(tmp, index=False)
+
+
+def _typed(df):
+    """Return the frame with every text column whose non-blank cells are all numbers as a numeric column."""
+    import pandas as pd
+
+    out = df.copy()
+    for col in out.columns:
+        if not (pd.api.types.is_string_dtype(out[col]) or out[col].dtype == object):
+            continue
+        text = out[col].map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else str(v).strip())
+        filled = text != ""
+        num = pd.to_numeric(text.where(filled), errors="coerce")
+        if filled.any() and num[filled].notna().all() and not text[filled].isin(["True", "False"]).any():
+            out[col] = num
+    return out
 
 
 def write_json(doc: dict, path: str | os.PathLike) -> None:

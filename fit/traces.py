@@ -8,6 +8,7 @@ bad rows by file line number and says what is wrong; `request_kwargs` maps a row
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,14 +94,30 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace") -> pd.DataFrame:
     added = [col for col in OPTIONAL if col not in df.columns]
     for col in added:
         df[col] = ""
-    for col in KEY:  # missing values (NaN/None from Parquet or a frame) become '' like an empty CSV cell
-        df[col] = _missing_as_empty(df[col]).astype(str).replace({"nan": "", "None": ""}).str.strip()
+    for col in [*KEY, *(c for c in param_columns() if c in df.columns)]:  # as the text of a CSV cell
+        df[col] = df[col].map(cell_text).astype(object)
     df["measured_cycles"] = _missing_as_empty(df["measured_cycles"])
     if "line" not in df.columns:
         df.insert(0, "line", np.arange(2, len(df) + 2))
         added = ["line", *added]
     df.attrs["added_columns"] = added  # what the input lacked: outputs leave them out again
     return df
+
+
+def cell_text(value: Any) -> str:
+    """Return a trace cell as the text a CSV would hold: '' for a missing value (None, NaN, 'nan'), an integral
+    number without decimals (a Parquet or pandas column with a gap turns 1 into 1.0), a sequence (a GM shape read
+    back from Parquet) as AxBxC, anything else stripped."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return "x".join(cell_text(v) for v in value)
+    if isinstance(value, (float, np.floating)):
+        return "" if value != value else str(int(value)) if float(value).is_integer() else repr(float(value))
+    text = str(value).strip()
+    if text.lower() in ("nan", "none"):
+        return ""
+    return text.split(".")[0] if re.fullmatch(r"-?\d+\.0+", text) else text
 
 
 def _missing_as_empty(col: pd.Series) -> pd.Series:
@@ -231,7 +248,7 @@ def trace_request(row: Any) -> tuple[Any, str]:
     kw = request_kwargs(row)
     req = make_request(**kw)
     need, limit = ub_need(req.arch, list(req.tiles)), constants(req.arch).ub_bytes
-    measured = str(row.get("measured_cycles", "")).strip().lower() not in ("", "nan", "none")
+    measured = cell_text(row.get("measured_cycles", "")) != ""
     if need <= limit or truthy(kw.get("in_place", False)) or not measured:  # an unmeasured case is what it says
         return req, ""
     try:
@@ -278,6 +295,9 @@ def request_kwargs(row: Any) -> dict[str, Any]:
     return kw
 
 
+FLAG_PARAMS = ("static_valid", "in_place", "binary", "gm_dynamic")
+
+
 def param_columns() -> tuple[str, ...]:
     """Return the op-parameter columns a trace may carry under the names `sweep` writes (its output is a cases file)."""
     from costmodel.sweep import PARAM_COLUMNS
@@ -286,17 +306,26 @@ def param_columns() -> tuple[str, ...]:
 
 
 def _param_columns(row: Any, kw: dict[str, Any]) -> dict[str, Any]:
-    """Return the parameters a row names in sweep-named columns; TraceError where one contradicts the same parameter
-    given in a trace column (e.g. `saturation` against `saturation_mode`)."""
+    """Return the parameters a row names in sweep-named columns; TraceError where one gives a parameter the trace's
+    own columns also give and the two requests differ (`saturation` off against `saturation_mode` ON)."""
+    from costmodel.errors import PtoCostError
+    from costmodel.flags import flag
+    from costmodel.operands import make_request
+
     out: dict[str, Any] = {}
     for name in param_columns():
-        text = str(row.get(name, "") if row.get(name, "") is not None else "").strip()
-        if text.lower() in ("", "nan", "none"):
-            continue
-        value = truthy(text) if name == "static_valid" else text
-        if name in kw and str(kw[name]).lower() != str(value).lower():
-            raise TraceError(f"column {name} = {text!r} contradicts the trace's {kw[name]!r} for the same parameter")
-        out[name] = value
+        text = cell_text(row.get(name, ""))
+        if text:
+            out[name] = flag(text, name) if name in FLAG_PARAMS else text
+    clash = [n for n in out if n in kw]
+    if clash:
+        try:
+            same = make_request(**kw) == make_request(**{**kw, **{n: out[n] for n in clash}})
+        except PtoCostError:  # one of the two is malformed: the request built from the row reports it
+            same = True
+        if not same:
+            given = ", ".join(f"{n} = {row.get(n)!r} against {kw[n]!r}" for n in clash)
+            raise TraceError(f"a column contradicts the trace's own for the same parameter: {given}")
     return out
 
 

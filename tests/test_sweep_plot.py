@@ -172,12 +172,23 @@ def test_list_valued_params_are_grid_dimensions():
         one = estimate("TCVT", f"{r.rows}x{r.cols}", "f16", dst_dtype="i8", saturation=r.saturation,
                        round_mode="rint", verify=False)
         assert r.cycles == pytest.approx(one.cycles)
-    # a GM shape is one value made of five numbers; a list of them is swept
-    one = expand({"ops": ["TLOAD"], "dtypes": ["f16"], "rows": "16", "cols": "64", "params": {"gm_shape": [1, 1, 1, 16, 64]}})
-    two = expand({"ops": ["TLOAD"], "dtypes": ["f16"], "rows": "16", "cols": "64",
-                  "params": {"gm_shape": [[1, 1, 1, 16, 64], [1, 1, 2, 8, 64]]}})
-    assert one["gm_shape"].tolist() == [(1, 1, 1, 16, 64)] and len(two) == 2
-    for bad, needle in (({"scalar": []}, "empty list"), ([1], "must map parameter names")):
+    # a GM shape is one value made of five numbers, kept as its text; a list of them is swept, with other lists
+    one = expand({"ops": ["TLOAD"], "dtypes": ["f16"], "rows": "16", "cols": "64:256:64",
+                  "params": {"gm_shape": [1, 1, 1, 16, 64]}})
+    assert set(one["gm_shape"]) == {"1x1x1x16x64"} and len(one) == 4
+    for shapes in ([[1, 1, 1, 16, 64], [1, 1, 2, 8, 64]], ["1x1x1x16x64", "1x1x2x8x64"]):
+        grid = expand({"ops": ["TLOAD"], "dtypes": ["f16"], "rows": "16", "cols": "64:128:64",
+                       "params": {"gm_shape": shapes, "pad": ["zero", "null"]}})
+        assert len(grid) == 8
+        out = sweep(grid)
+        ok = out[out["cols"] == 64]
+        for r in ok.itertuples():
+            one = estimate("TLOAD", "16x64", "f16", gm_shape=r.gm_shape, pad=r.pad, verify=False)
+            assert r.cycles == pytest.approx(one.cycles)
+        assert ok["cycles"].nunique() == 2 and out[out["cols"] == 128]["cycles"].isna().all()
+    for bad, needle in (({"scalar": []}, "empty list"), ([1], "must map parameter names"),
+                        ({"src1-valid": "8x32"}, "names use underscores: src1_valid"),
+                        ({"saturaton": "on"}, r"unknown parameter\(s\) saturaton")):
         with pytest.raises(PtoCostError, match=needle):
             expand({"ops": ["TMINS"], "rows": "4", "cols": "64", "params": bad})
 
@@ -192,7 +203,7 @@ def test_a_sweep_output_is_a_cases_file_predict_reproduces(tmp_path):
         "dst_dtype": ["i8", "i8", "", "", "", "", "", "", ""],
         "arch": ["a2a3"] * 6 + ["a5", "a2a3", "a5"], "rows": 16, "cols": 64,
         "saturation": ["on", "off", "", "", "", "", "", "", ""],
-        "gm_shape": ["", "", (1, 1, 2, 8, 64), "", "", "", "", "", ""],
+        "gm_shape": ["", "", "1x1x2x8x64", "", "", "", "", "", ""],
         "binary": ["", "", "", True, "", "", "", "", ""],
         "static_valid": [False, False, False, False, True, False, False, False, False],
         "order": ["", "", "", "", "", "scalar_tile", "", "", ""],
@@ -212,10 +223,20 @@ def test_a_sweep_output_is_a_cases_file_predict_reproduces(tmp_path):
                                                    "order", "precision", "expand_mode", "src1_valid")):
         plain = {k: v for k, v in row.items() if k not in (col, "strategy")}
         assert trace_request(row)[0] != trace_request(plain)[0], col
-    # a parameter given twice, differently, is that row's error
-    clash = read_trace(path).assign(saturation_mode=["off"] + [""] * 8)
+    # a parameter given twice, differently, is that row's error; the same value spelled otherwise is not
+    clash = read_trace(path).assign(saturation_mode=["off", "OFF"] + [""] * 7)
     out = predict_frame(clash)
     assert np.isnan(out.loc[0, "predicted_cycles"]) and "contradicts" in out.loc[0, "note"]
+    assert out.loc[1, "predicted_cycles"] == pytest.approx(swept.loc[1, "cycles"])
+    # typed files: a flag column with a gap reads 1.0 / 0.0, a count 2.0; Parquet keeps them, and GM shapes
+    typed = swept.assign(static_valid=[0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, np.nan],
+                         binary=[np.nan, np.nan, np.nan, 1.0] + [np.nan] * 5,
+                         expand_mode=[np.nan] * 7 + [1.0, np.nan])
+    pq = tmp_path / "cases.parquet"
+    typed.to_parquet(pq, index=False)
+    got = predict_frame(read_trace(pq))
+    assert got["predicted_cycles"].to_numpy() == pytest.approx(swept["cycles"].to_numpy())
+    assert np.isnan(predict_frame(read_trace(pq).assign(binary="maybe")).loc[3, "predicted_cycles"])
 
 
 def test_sweep_passes_the_a5_parameters():
