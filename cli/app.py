@@ -130,43 +130,39 @@ def plan(
     kw = _kwargs(req)
     shape, dtype, arch = kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None)
     p = costmodel.plan(op, shape, dtype, arch, strategy=strategy, **kw)
-    view = None
+    if (timeline or chrome_trace) and p.arch != "a5":
+        raise PtoCostError(f"{'--timeline' if timeline else '--chrome-trace'} needs --arch a5 (the A5 VF pipeline model)")
     if timeline or chrome_trace:
-        if p.arch != "a5":
-            raise PtoCostError(f"{'--timeline' if timeline else '--chrome-trace'} needs --arch a5 (the A5 VF pipeline model)")
         from costmodel.models.a5_pipeline import PipelineModel
 
         result = PipelineModel().simulate(p)
-        view = (result, result.timeline(max_iterations=max(1, iterations)))
+        tl = result.timeline(max_iterations=max(1, iterations))
     if chrome_trace:
         from fit.io import write_json
 
-        doc = view[1].to_chrome()
-        write_json(doc, chrome_trace)
-        n = sum(e["ph"] == "X" for e in doc["traceEvents"])
+        trace = tl.to_chrome()
+        write_json(trace, chrome_trace)
+        n = sum(e["ph"] == "X" for e in trace["traceEvents"])
         render.console(stderr=True).print(render.plain(
             f"wrote {chrome_trace}: {n} dynamic instructions (the first {iterations} iteration(s) of each loop); "
             "open it in ui.perfetto.dev or chrome://tracing"))
-        if not timeline:
-            view = None
     if json_out:
         doc = {"op": p.op, "arch": p.arch, "strategy": p.strategy, "counts": p.counts(),
                "listing": p.listing().splitlines()}
-        if view:
-            doc["pipeline"] = view[0].to_dict()
-            doc["timeline"] = view[1].to_dict()
+        if timeline:
+            doc["pipeline"] = result.to_dict()
+            doc["timeline"] = tl.to_dict()
         render.emit_json(doc)
-    else:
-        sys.stdout.write(p.listing() + "\n")
-        if view:
-            result, tl = view
-            note = " (trips of shape loops clipped to 4 for the timeline)" if result.extrapolated or any(
-                n > 4 for n in result.template.trips) else ""
-            e = costmodel.estimate(op, shape, dtype, arch, strategy=p.strategy, verify=False, **kw)
-            sys.stdout.write(f"\n; pipeline simulation: {result.cycles:.2f} cycles{note}; `estimate` (model {e.model}) "
-                             f"gives {e.cycles:.2f}\n")
-            sys.stdout.write(tl.to_text() + "\n")
-            sys.stdout.write(result.bottleneck_view().to_text() + "\n")
+        return
+    sys.stdout.write(p.listing() + "\n")
+    if timeline:
+        note = " (trips of shape loops clipped to 4 for the timeline)" if result.extrapolated or any(
+            n > 4 for n in result.template.trips) else ""
+        e = costmodel.estimate(op, shape, dtype, arch, strategy=p.strategy, verify=False, **kw)
+        sys.stdout.write(f"\n; pipeline simulation: {result.cycles:.2f} cycles{note}; `estimate` (model {e.model}) "
+                         f"gives {e.cycles:.2f}\n")
+        sys.stdout.write(tl.to_text() + "\n")
+        sys.stdout.write(result.bottleneck_view().to_text() + "\n")
 
 
 @app.command()

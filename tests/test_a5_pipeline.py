@@ -330,15 +330,29 @@ def test_cli_plan_chrome_trace(tmp_path):
     assert res.exit_code == 0, res.output
     doc = json.loads(out.read_text())
     tl = PipelineModel().simulate(api.plan("TMINS", (4, 288), "f32", "a5", valid=(4, 256))).timeline(max_iterations=1)
-    want = tl.to_dict()["rows"]
+    want = sorted(tl.to_dict()["rows"], key=lambda r: (r["issue"], r["index"]))
     events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     tracks = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
-    # one event per dynamic instruction of the first iteration of each loop, on its unit's track, issue to done
+    # one event per dynamic instruction of the first iteration of each loop, on a track of its unit, issue to done
     assert len(events) == len(want) and len(want) < len(tl.trace)
     for e, row in zip(events, want):
-        assert tracks[e["tid"]] == row["unit"] and e["args"]["iterations"] == row["iterations"]
+        assert tracks[e["tid"]].split(" #")[0] == row["unit"] and e["args"]["iterations"] == row["iterations"]
         assert e["ts"] == row["issue"] and e["ts"] + e["dur"] == row["done"] and e["args"]["dispatch"] <= e["ts"]
     assert {"load0", "exu0", "store"} <= set(tracks.values()) and doc["otherData"]["cycles"] == tl.trace.end
+    # the viewers need the events of one track to nest: a pipelined unit's overlapping instructions get lanes
+    res = CliRunner().invoke(app, ["plan", "TADD", "--shape", "32x512", "--dtype", "f32", "--arch", "a5",
+                                   "--chrome-trace", str(out), "--timeline-iterations", "4"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    by_track: dict[int, list] = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X":
+            by_track.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+    for spans in by_track.values():
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    names = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
+    assert "load0 #2" in names and len(names) == len(by_track)
 
 
 def test_shipped_parameters_are_complete_and_documented():

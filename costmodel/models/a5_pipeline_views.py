@@ -109,18 +109,32 @@ class Timeline:
 
     def to_chrome(self) -> dict:
         """Return the shown instructions as a Chrome trace-event document (chrome://tracing, ui.perfetto.dev): one
-        track per unit, one event per dynamic instruction from issue to done, its wait since dispatch in `args`.
-        Trace time is cycles (the viewers' microseconds)."""
-        rows = Timeline(self.template, self.trace, self.max_iterations, max_lines=len(self.trace)).rows()
-        units = list(dict.fromkeys(r["unit"] for r in rows))
-        events = [{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "A5 VF pipeline (1 us = 1 cycle)"}}]
-        events += [{"ph": "M", "name": "thread_name", "pid": 0, "tid": k, "args": {"name": u}}
-                   for k, u in enumerate(units)]
-        events += [{"ph": "X", "name": r["instruction"].split(";")[0].strip(), "cat": r["stall"], "pid": 0,
-                    "tid": units.index(r["unit"]), "ts": r["issue"], "dur": r["done"] - r["issue"],
-                    "args": {"iterations": r["iterations"], "dispatch": r["dispatch"], "stall": r["stall"],
-                             "instruction": r["instruction"]}} for r in rows]
-        return {"traceEvents": events, "displayTimeUnit": "ns",
+        event per dynamic instruction from issue to done, on its unit's track; a pipelined unit with several
+        instructions in flight gets one track per lane (`load0`, `load0 #2`, ...), as the viewers need a track's
+        events to nest. The wait since dispatch is in `args`. Trace time is cycles (the viewers' microseconds)."""
+        rows = sorted(Timeline(self.template, self.trace, self.max_iterations, max_lines=len(self.trace)).rows(),
+                      key=lambda r: (r["issue"], r["index"]))
+        lanes: dict[str, list[float]] = {}  # unit -> the time each of its lanes is free again
+        tracks: dict[tuple[str, int], int] = {}
+        events = []
+        for r in rows:
+            free = lanes.setdefault(r["unit"], [])
+            lane = next((k for k, t in enumerate(free) if t <= r["issue"]), len(free))
+            if lane == len(free):
+                free.append(0.0)
+            free[lane] = r["done"]
+            tid = tracks.setdefault((r["unit"], lane), len(tracks))
+            events.append({"ph": "X", "name": r["instruction"].split(";")[0].strip(), "cat": r["stall"], "pid": 0,
+                           "tid": tid, "ts": r["issue"], "dur": r["done"] - r["issue"],
+                           "args": {"iterations": r["iterations"], "dispatch": r["dispatch"], "stall": r["stall"],
+                                    "instruction": r["instruction"]}})
+        meta = [{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "A5 VF pipeline (1 us = 1 cycle)"}}]
+        meta += [{"ph": "M", "name": "thread_name", "pid": 0, "tid": tid,
+                  "args": {"name": unit if lane == 0 else f"{unit} #{lane + 1}"}}
+                 for (unit, lane), tid in sorted(tracks.items(), key=lambda kv: kv[0])]
+        meta += [{"ph": "M", "name": "thread_sort_index", "pid": 0, "tid": tid, "args": {"sort_index": k}}
+                 for k, ((unit, lane), tid) in enumerate(sorted(tracks.items(), key=lambda kv: kv[0]))]
+        return {"traceEvents": meta + events,
                 "otherData": {"cycles": self.trace.end, "startup": self.trace.startup, "drain": self.trace.drain,
                               "iterations_shown": self.max_iterations}}
 
