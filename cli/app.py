@@ -401,7 +401,8 @@ def plot(
         x = "cols" if grid["cols"].nunique() > 1 or grid["rows"].nunique() == 1 else "rows"
         fixed = "rows" if x == "cols" else "cols"
         series = [c for c, multi in (("dtype", df["dtype"].nunique() > 1), ("strategy", strategy == "all")) if multi] or ["strategy"]
-        overlay = _measured_points(measured, df, x, fixed) if measured else None
+        overlay = _measured_points(measured, df, x, fixed, dst, {**params, "valid_rows": valid_rows,
+                                                                 "valid_cols": valid_cols}) if measured else None
         fig = curves_figure(df, x, series, title=f"{title}, {fixed} = {df[fixed].iloc[0]}", measured=overlay)
     save_figure(fig, output)
     if csv:
@@ -412,18 +413,47 @@ def plot(
                                       + (f"; {n_bad} point(s) not modelled ({why})" if n_bad else "")))
 
 
-def _measured_points(path: str, df, x: str, fixed: str):
-    """The trace's rows of the plotted op, dtypes and arch at the fixed dimension, placed at their valid extent: a
-    curve point is a tile whose valid region is the whole tile, and a measured row's cost follows its valid region
-    (10x1312 valid 10x1280 runs 20 chunks a row, like a 10x1280 tile, not 21)."""
+# what a measured row's request keeps when the plot's op options replace its own (TSEL's mask variant follows its
+# measured key, not an option)
+_REQUEST_KEYS = ("op", "shape", "dtype", "arch", "valid", "dst_dtype", "strategy", "vf_impl_kind", "mask_variant")
+
+
+def _measured_points(path: str, df, x: str, fixed: str, dst: str | None, params: dict):
+    """The trace's rows of the plotted op, dtypes, destination type, arch and op variant (the plot's op options) at
+    the fixed dimension, placed at their valid extent: a curve point is a tile whose valid region is the whole tile,
+    and a measured row's cost follows its valid region (10x1312 valid 10x1280 runs 20 chunks a row, like a 10x1280
+    tile, not 21)."""
     from costmodel.dtypes import dtype as as_dtype
-    from fit.traces import check_trace, read_trace
+    from costmodel.errors import PtoCostError
+    from costmodel.operands import make_request
+    from fit.traces import check_trace, read_trace, request_kwargs
 
     good, _ = check_trace(read_trace(path))
     names = {as_dtype(d).name for d in df["dtype"].unique()}
     good = good[good["op"].str.upper() == df["op"].iloc[0].upper()]
     good = good[good["dtype"].map(lambda d: as_dtype(d).name).isin(names) & (good["arch"].str.lower() == df["arch"].iloc[0])]
+    good = good[good["dst_dtype"].map(lambda d: as_dtype(d).name if d else "") == (as_dtype(dst).name if dst else "")]
     good = good[good[f"valid_{fixed}"] == df[fixed].iloc[0]]
+    if x in ("rows", "cols") and (params.get("valid_rows") or params.get("valid_cols")):
+        for dim in ("rows", "cols"):
+            if params.get(f"valid_{dim}"):
+                good = good[good[f"valid_{dim}"] == params[f"valid_{dim}"]]
+
+    asked = {k: v for k, v in params.items() if not k.startswith("valid_")}
+
+    def same_variant(row) -> bool:
+        """Whether the row's op parameters are the plot's (the loop form it was measured in aside)."""
+        try:
+            kw = request_kwargs(row)
+            theirs = make_request(**kw)
+            ours = make_request(**{k: v for k, v in kw.items() if k in _REQUEST_KEYS}, **asked)
+        except PtoCostError:
+            return False
+        return ({k: v for k, v in theirs.params if k != "vf_impl_kind"} == {k: v for k, v in ours.params if k != "vf_impl_kind"}
+                and theirs.tiles[0][1].static_valid == ours.tiles[0][1].static_valid)
+
+    keep = [same_variant(r) for r in good.to_dict("records")]
+    good = good[keep]
     return good.assign(**{x: good[f"valid_{x}"]})
 
 

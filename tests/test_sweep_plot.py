@@ -104,8 +104,26 @@ def test_plot_overlays_measured_rows_at_their_valid_extent(tmp_path):
                   "valid_rows": [10, 10, 3, 4], "valid_cols": [1280, 128, 1280, 160],
                   "measured_cycles": [323.0, 119.0, 134.0, 90.0]}).to_csv(trace, index=False)
     curve = pd.DataFrame({"op": ["TMINS"], "dtype": ["f32"], "arch": ["a5"], "rows": [10], "cols": [64]})
-    got = _measured_points(str(trace), curve, "cols", "rows")
+    got = _measured_points(str(trace), curve, "cols", "rows", None, {})
     assert sorted(zip(got["cols"], got["measured_cycles"])) == [(128, 119.0), (1280, 323.0)]
+
+
+def test_plot_overlays_only_the_measured_rows_of_its_variant(tmp_path):
+    """The plot's destination type and op options pick the measured rows: TRECIP high precision is not drawn under
+    the default curve, nor a conversion to another type."""
+    from cli.app import _measured_points
+
+    trace = tmp_path / "m.csv"
+    pd.DataFrame({"arch": "a5", "op": ["TRECIP", "TRECIP", "TCVT", "TCVT"], "dtype": ["fp32", "fp32", "bf16", "bf16"],
+                  "dst_dtype": ["", "", "fp32", "fp16"], "rows": 1, "cols": 640,
+                  "op_params": ["default", "high_precision", "", ""],
+                  "measured_cycles": [80.0, 3504.0, 65.0, 60.0]}).to_csv(trace, index=False)
+    recip = pd.DataFrame({"op": ["TRECIP"], "dtype": ["f32"], "arch": ["a5"], "rows": [1], "cols": [64]})
+    assert _measured_points(str(trace), recip, "cols", "rows", None, {})["measured_cycles"].tolist() == [80.0]
+    hp = _measured_points(str(trace), recip, "cols", "rows", None, {"precision": "high_precision"})
+    assert hp["measured_cycles"].tolist() == [3504.0]
+    cvt = pd.DataFrame({"op": ["TCVT"], "dtype": ["bf16"], "arch": ["a5"], "rows": [1], "cols": [64]})
+    assert _measured_points(str(trace), cvt, "cols", "rows", "f32", {})["measured_cycles"].tolist() == [65.0]
 
 
 def test_plot_svg_and_heatmap(tmp_path):
