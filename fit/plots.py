@@ -202,8 +202,17 @@ def heatmap_figure(df: pd.DataFrame, title: str = ""):
         sub = df[df["dtype"] == dt]
         d = sub[sub["default"]] if sub["default"].any() else sub
         grid = d.pivot_table(index="rows", columns="cols", values="cycles", aggfunc="first")
-        extent = [grid.columns.min(), grid.columns.max(), grid.index.min(), grid.index.max()]
         ax = axes[row, 0]
+        if grid.empty or not np.isfinite(grid.to_numpy(dtype=float)).any():
+            notes = sub["note"].astype(str) if "note" in sub else pd.Series(dtype=str)
+            why = notes[notes != ""].mode().iloc[0] if (notes != "").any() else "no point could be modelled"
+            ax.text(0.5, 0.5, f"{dt}: not modelled\n{why}", ha="center", va="center", wrap=True, fontsize=8,
+                    transform=ax.transAxes)
+            ax.set_axis_off()
+            for extra in axes[row, 1:]:
+                extra.set_axis_off()
+            continue
+        extent = [grid.columns.min(), grid.columns.max(), grid.index.min(), grid.index.max()]
         im = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", cmap="viridis", extent=extent)
         fig.colorbar(im, ax=ax, label="cycles (default strategy)")
         ax.set_xlabel("columns (elements)")

@@ -344,3 +344,15 @@ def test_validation_figure_names_the_worst_rows_and_never_repeats_a_style():
     styles = {(tuple(c.get_facecolor()[0]), c.get_paths()[0].vertices.tobytes()) for c in scatter.collections[:25]}
     assert len(styles) == 25
     assert [t.get_text().strip() for t in resid.texts] == ["OP24 f32"]
+
+
+def test_a_grid_with_tile_widths_the_dtype_cannot_have_marks_only_those_points():
+    # f16 -> i8 on A5 is priced by the anchored pipeline; i8 rows of 16 bytes are illegal (32-byte rows, isa.md §1.2)
+    grid = expand({"ops": ["TCVT"], "dtypes": ["f16"], "dst_dtypes": ["i8"], "archs": ["a5"], "rows": "8",
+                   "cols": "16:128:16"})
+    out = sweep(grid)
+    bad = out["cols"] % 32 != 0
+    assert out.loc[bad, "cycles"].isna().all() and out.loc[bad, "note"].str.contains("multiple of 32").all()
+    for r in out[~bad].itertuples():
+        one = estimate("TCVT", f"8x{r.cols}", "f16", arch="a5", dst_dtype="i8", verify=False)
+        assert (r.model, r.cycles) == (one.model, pytest.approx(one.cycles))

@@ -146,7 +146,10 @@ def _pipeline(pipe: PipelineModel, make, strategy: str, epr: int, sh: Shapes,
     for c in np.unique(code).tolist():
         sel = np.flatnonzero(code == c)
         first = int(sel[0])
-        plan = lower_request(make(*(int(a[first]) for a in sh)), strategy)
+        try:
+            plan = lower_request(make(*(int(a[first]) for a in sh)), strategy)
+        except PtoCostError:  # e.g. a tile width the dtype cannot have: the per-request path says so per row
+            continue
         progs = [p for p in plan.body if isinstance(p, VfProgram)]
         if len(progs) != 1 or plan.strategy != strategy:
             continue
@@ -341,7 +344,10 @@ def warm_anchored(make, sh: Shapes, models) -> None:
             taken = np.flatnonzero(F[:, i])
             hit = (float(D[taken, i].sum() / len(taken)), tuple(anchors[j].op for j in taken)) if len(taken) \
                 else (0.0, ())
-            anchored.remember(make(*(int(v[i]) for v in sub)), s, hit)
+            try:
+                anchored.remember(make(*(int(v[i]) for v in sub)), s, hit)
+            except PtoCostError:
+                continue
 
 
 def _formula_params(table, src: Request, strategy: str) -> list:
