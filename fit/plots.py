@@ -64,7 +64,7 @@ def validation_figure(df: pd.DataFrame, title: str = ""):
     ax2.set_xscale("log")
     ax2.set_xlabel("measured cycles")
     ax2.set_ylabel("error (predicted − measured) / measured [%]")
-    ax2.set_title("residuals (rows beyond ±5 % named)")
+    ax2.set_title(f"residuals (the {RESIDUAL_LABELS} worst rows beyond ±5 % named)")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -81,9 +81,12 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
 
     Lines are drawn as steps between sampled shapes so repeat and 255-repeat boundaries stay visible; each step ends
     at its sample (a cost that grows with ceil(x / chunk) holds from just past one sample up to the next), so a
-    measured row at a width between samples sits on the step of the sample above it. Each line has its own dash
-    pattern, so lines that tie stay visible.
+    measured row at a width between samples sits on the step of the sample above it. A strategy has one colour
+    (in the lines and the strip), a dtype one dash pattern; each later line is drawn thinner, so lines that tie
+    stay visible.
     """
+    import matplotlib
+
     defaults = df[df["default"]].sort_values(x) if "default" in df else df.iloc[:0]
     strip_rows = defaults["dtype"].nunique()
     fig = _figure(figsize=(11, 6 + 0.35 * strip_rows))
@@ -92,20 +95,37 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
     else:
         ax, strip = fig.subplots(), None
     xs = np.sort(df[x].unique())
-    colours: dict[str, tuple] = {}
-    for i, (keys, g) in enumerate(df[df["cycles"].notna()].groupby(series, sort=False)):  # gaps: _mark_unmodelled
+    by_strategy = "strategy" in series
+    palette = matplotlib.colormaps["tab10"]
+    colours = {n: palette(k % 10) for k, n in enumerate(dict.fromkeys(df["strategy"].dropna()))} if by_strategy else {}
+    dashes = {dt: LINE_STYLES[k % len(LINE_STYLES)] for k, dt in enumerate(dict.fromkeys(df["dtype"]))}
+    groups = list(df[df["cycles"].notna()].groupby(series, sort=False))  # unmodelled points: _mark_unmodelled
+    for i, (keys, g) in enumerate(groups):
         keys = keys if isinstance(keys, tuple) else (keys,)
+        row = dict(zip(series, keys))
+        style = {"color": colours[row["strategy"]]} if by_strategy else {"color": palette(i % 10)}
+        style["ls"] = dashes.get(row.get("dtype", g["dtype"].iloc[0]), "-") if "dtype" in series or by_strategy else "-"
         g = g.groupby(x)["cycles"].first().reindex(xs)  # gaps where the strategy is illegal stay gaps
-        (line,) = ax.plot(g.index, g.to_numpy(), drawstyle="steps-pre", marker=".", ms=3, lw=1.4,
-                          ls=LINE_STYLES[i % len(LINE_STYLES)], label=_series_label(keys, series))
-        if "strategy" in series:
-            colours.setdefault(keys[series.index("strategy")], line.get_color())
+        rank = list(colours).index(row["strategy"]) if by_strategy else i
+        ax.plot(g.index, g.to_numpy(), drawstyle="steps-pre", marker=".", ms=3, lw=_width(rank, len(colours) or len(groups)),
+                label=_series_label(keys, series), **style)
     if measured is not None and len(measured):
         ax.scatter(measured[x], measured["measured_cycles"], marker="x", color="black", s=40, zorder=5,
                    label="measured (at its valid extent)")
     _mark_unmodelled(ax, df, x)
     _mark_series_ends(ax, df, x)
-    extra = _default_strip(strip, defaults, x, xs, colours) if strip is not None else []
+    extra = []
+    if strip is not None:
+        # strategies that are not lines get colours of another palette than the lines'
+        strip_colours = colours or {n: matplotlib.colormaps["Pastel1"](k % 9)
+                                    for k, n in enumerate(dict.fromkeys(defaults["strategy"]))}
+        _default_strip(strip, defaults, x, xs, strip_colours)
+        if not by_strategy:
+            from matplotlib.patches import Patch
+
+            extra = [Patch(color=c, label=f"default {n}") for n, c in strip_colours.items()]
+    if len(xs) == 1:  # one sample: centre it
+        ax.set_xlim(xs[0] - max(1.0, 0.1 * abs(xs[0])), xs[0] + max(1.0, 0.1 * abs(xs[0])))
     (strip or ax).set_xlabel("columns (elements)" if x == "cols" else "rows")
     ax.set_ylabel("cycles")
     ax.set_title(title)
@@ -116,17 +136,17 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
     return fig
 
 
-def _default_strip(ax, defaults: pd.DataFrame, x: str, xs: np.ndarray, colours: dict) -> list:
-    """Draw one bar per dtype under the curves, coloured by the default strategy at each x (named where wide, and
-    coloured like its line where strategies are lines); returns legend handles for the strategies with no line."""
-    import matplotlib
+def _width(rank: int, n: int) -> float:
+    """Line width of the rank-th of n series: from 2.8 down to 0.8, so a later line drawn over a tied one leaves
+    it visible on both sides."""
+    return 2.8 - 2.0 * rank / max(n - 1, 1)
 
-    step = np.diff(xs).min() if len(xs) > 1 else 1
+
+def _default_strip(ax, defaults: pd.DataFrame, x: str, xs: np.ndarray, colours: dict) -> None:
+    """Draw one bar per dtype under the curves, coloured by the default strategy at each x (`colours`: strategy ->
+    colour), named where the bar is wide."""
+    step = np.diff(xs).min() if len(xs) > 1 else max(1.0, 0.1 * abs(xs[0]))
     span = (xs.max() - xs.min() + step) if len(xs) else 1
-    from matplotlib.patches import Patch
-
-    palette = matplotlib.colormaps["tab10"]
-    lined = set(colours)
     dtypes = list(dict.fromkeys(defaults["dtype"]))
     for k, dt in enumerate(dtypes):
         row = len(dtypes) - 1 - k  # the first dtype on top
@@ -134,15 +154,13 @@ def _default_strip(ax, defaults: pd.DataFrame, x: str, xs: np.ndarray, colours: 
         run = g["strategy"].ne(g["strategy"].shift()).cumsum()
         for _, seg in g.groupby(run, sort=False):
             name = seg["strategy"].iloc[0]
-            colour = colours.setdefault(name, palette(len(colours) % 10))
             lo, hi = seg[x].min() - step, seg[x].max()  # a step line holds each sample's cost from the previous one
-            ax.broken_barh([(lo, hi - lo)], (row + 0.1, 0.8), color=colour, alpha=0.75)
+            ax.broken_barh([(lo, hi - lo)], (row + 0.1, 0.8), color=colours.get(name, "lightgrey"), alpha=0.75)
             if hi - lo >= 0.07 * span:
                 ax.text((lo + hi) / 2, row + 0.5, name, ha="center", va="center", fontsize=7)
     ax.set_yticks(np.arange(len(dtypes)) + 0.5, [f"default ({dt})" for dt in reversed(dtypes)], fontsize=7)
     ax.set_ylim(0, len(dtypes))
     ax.tick_params(axis="y", length=0)
-    return [Patch(color=c, alpha=0.75, label=f"default {n}") for n, c in colours.items() if n not in lined]
 
 
 def _mark_unmodelled(ax, df: pd.DataFrame, x: str) -> None:
