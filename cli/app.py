@@ -434,10 +434,9 @@ def _measured_points(path: str, df, x: str, fixed: str, dst: str | None, params:
     good = good[good["dtype"].map(lambda d: as_dtype(d).name).isin(names) & (good["arch"].str.lower() == df["arch"].iloc[0])]
     good = good[good["dst_dtype"].map(lambda d: as_dtype(d).name if d else "") == (as_dtype(dst).name if dst else "")]
     good = good[good[f"valid_{fixed}"] == df[fixed].iloc[0]]
-    if x in ("rows", "cols") and (params.get("valid_rows") or params.get("valid_cols")):
-        for dim in ("rows", "cols"):
-            if params.get(f"valid_{dim}"):
-                good = good[good[f"valid_{dim}"] == params[f"valid_{dim}"]]
+    for dim in ("rows", "cols"):
+        if params.get(f"valid_{dim}"):
+            good = good[good[f"valid_{dim}"] == params[f"valid_{dim}"]]
 
     asked = {k: v for k, v in params.items() if not k.startswith("valid_")}
 

@@ -81,11 +81,13 @@ def _typed(df):
     """Return the frame with every text column whose non-blank cells are all numbers as a numeric column."""
     import pandas as pd
 
+    from .traces import cell_text
+
     out = df.copy()
     for col in out.columns:
         if not (pd.api.types.is_string_dtype(out[col]) or out[col].dtype == object):
             continue
-        text = out[col].map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else str(v).strip())
+        text = out[col].map(cell_text)
         filled = text != ""
         num = pd.to_numeric(text.where(filled), errors="coerce")
         if filled.any() and num[filled].notna().all() and not text[filled].isin(["True", "False"]).any():
