@@ -229,6 +229,7 @@ def test_ops_lists_the_catalogue():
             else:
                 assert tok in covered[i["name"]], (i["name"], tok)
     assert "i32*" in run("ops", "--arch", "a2a3").stdout
+    assert costmodel.modelled_dtypes("TROWSUM", "a2a3") == ("f16", "f32")
     doc5 = json.loads(run("ops", "--arch", "a5", "--json").stdout)["instructions"]
     a5 = {i["name"]: i["a5_modelled"] for i in doc5}
     assert a5["TSEL"] and a5["TCVT"] and not a5["TSELS"] and not a5["TGATHER"] and not a5["TPARTARGMAX"]
