@@ -90,19 +90,21 @@ def _params(params: Any) -> tuple[dict[str, Any], dict[str, list]]:
     shape is one value made of five numbers (a list of them, or of 1x1x1x64x128 strings, is swept) and is kept as
     its AxBxC text, a cell a CSV or Parquet file holds as it is. Names must be parameters a sweep reads."""
     from .operands_move import parse_gm_shape
-    from .sweep import PARAM_COLUMNS
+    from .sweep import OP_PARAMS
 
     if params is None:
         return {}, {}
     if not isinstance(params, dict):
         raise PtoCostError(f"sweep spec `params` must map parameter names to a value or a list of values, got {params!r}")
-    known = (*PARAM_COLUMNS, "static_valid", "dst_dtype")
-    unknown = [k for k in params if k not in known]
+    if "dst_dtype" in params:
+        raise PtoCostError("sweep spec params: dst_dtype is not an op parameter; list conversion targets under the "
+                           "top-level `dst_dtypes`")
+    unknown = [k for k in params if k not in OP_PARAMS]
     if unknown:
-        hint = [k for k in unknown if k.replace("-", "_") in known]
+        hint = [k for k in unknown if k.replace("-", "_") in OP_PARAMS]
         raise PtoCostError(f"sweep spec params: unknown parameter(s) {', '.join(unknown)}"
                            + (f" (names use underscores: {', '.join(k.replace('-', '_') for k in hint)})" if hint
-                              else f"; accepted: {', '.join(known)}"))
+                              else f"; accepted: {', '.join(OP_PARAMS)}"))
     fixed, swept = {}, {}
     for k, v in params.items():
         if k in SEQUENCE_PARAMS:

@@ -12,7 +12,7 @@ from .catalog import Instruction, instruction
 from .dtypes import DType, dtype as as_dtype
 from .emulate.data import default_scalar
 from .errors import ParamError, ShapeError
-from .flags import truthy
+from .flags import flag, truthy
 from .request import Request
 from .tiles import Tile, parse_shape
 
@@ -46,6 +46,17 @@ def _scalar(inst: Instruction, dt: DType, value: Any) -> int | float:
     return value
 
 
+def count(value: Any, what: str) -> int:
+    """Return an integer parameter (2, "2", 2.0 and "2.0" alike); ParamError naming `what` for anything else."""
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise ParamError(f"{what} {value!r}: expected a whole number") from None
+    if not number.is_integer():
+        raise ParamError(f"{what} {value!r}: expected a whole number")
+    return int(number)
+
+
 def _tile(shape, dt, valid, *, layout="row_major", static_valid=False, name="tile") -> Tile:
     return Tile.make(shape, dt, valid, layout=layout, static_valid=static_valid, name=name)
 
@@ -65,8 +76,10 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     inst.check_dtype(arch, dt, dst_dt)
     params = {k: v for k, v in params.items() if v is not None}
     _check_param_names(params)
+    if "in_place" in params:
+        params["in_place"] = flag(params["in_place"], "in_place")
     fam = inst.family
-    sv = static_valid
+    sv = flag(static_valid, "static_valid")
     if fam == "block_reduce":
         tiles, params = _block_reduce_tiles(inst, dt, shape, params)
     elif fam in ("row_reduce", "col_reduce", "convert", "data_movement"):
@@ -152,7 +165,7 @@ def _row_expand_tiles(inst, dt, shape, dst, sv, params):
     rows, cols = shape
     vr = dst.valid_rows
     epb = 256 // dt.bits
-    mode = int(params.pop("expand_mode", 1 if inst.family == "row_expand_binary" else 2))
+    mode = count(params.pop("expand_mode", 1 if inst.family == "row_expand_binary" else 2), "expand_mode")
     if mode not in (1, 2):
         raise ParamError(f"--expand-mode must be 1 (col-major Rx1 scalars) or 2 (row-major one 32-byte block per row); got {mode}")
     if mode == 1:
@@ -214,12 +227,12 @@ def _block_reduce_tiles(inst, dt, shape, params):
     else:
         src = None
         default_repeat = 1
-    repeat = int(params.get("repeat", default_repeat))
+    repeat = count(params.get("repeat", default_repeat), "repeat")
     if not 1 <= repeat <= 255:
         raise ParamError(f"repeat {repeat} is out of range: BlockReduce takes 1..255 repeats")
-    dst_rep = int(params.get("dst_rep_stride", 1))
-    blk = int(params.get("src_blk_stride", 1))
-    rep = int(params.get("src_rep_stride", 8))
+    dst_rep = count(params.get("dst_rep_stride", 1), "dst_rep_stride")
+    blk = count(params.get("src_blk_stride", 1), "src_blk_stride")
+    rep = count(params.get("src_rep_stride", 8), "src_rep_stride")
     for name, v in (("dst_rep_stride", dst_rep), ("src_blk_stride", blk), ("src_rep_stride", rep)):
         if not 0 <= v <= 255:
             raise ParamError(f"{name} {v} is out of range 0..255")

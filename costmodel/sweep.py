@@ -34,6 +34,7 @@ PARAM_COLUMNS = ("scalar", "order", "src0_valid", "src1_valid", "expand_mode", "
                  "vf_impl_kind", "precision", "round_mode", "saturation", "repeat", "mask", "dst_rep_stride",
                  "src_blk_stride", "src_rep_stride", "binary", "dst_layout", "src_layout", "gm_shape", "gm_dynamic",
                  "pad", "src_valid", "layout", "src_loc", "dst_loc")
+OP_PARAMS = (*PARAM_COLUMNS, "static_valid")  # what a spec's `params` and a cases file's columns may name
 OUTPUT_COLUMNS = ("cycles", "strategy", "model", "default", "best", "note")
 
 
@@ -49,7 +50,7 @@ def request_kwargs(values: dict[str, Any], rows: int, cols: int, vr: int, vc: in
     kw["valid"] = (int(vr), int(vc))
     if values.get("dst_dtype"):  # also equal to dtype: TCVT f32 -> f32 rounds to integral values
         kw["dst_dtype"] = values["dst_dtype"]
-    kw["static_valid"] = bool(kw.get("static_valid", False))
+    kw.setdefault("static_valid", False)  # make_request reads the flag (true/false, 1/0, yes/no, on/off)
     return kw
 
 

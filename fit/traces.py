@@ -300,9 +300,9 @@ FLAG_PARAMS = ("static_valid", "in_place", "binary", "gm_dynamic")
 
 def param_columns() -> tuple[str, ...]:
     """Return the op-parameter columns a trace may carry under the names `sweep` writes (its output is a cases file)."""
-    from costmodel.sweep import PARAM_COLUMNS
+    from costmodel.sweep import OP_PARAMS
 
-    return (*(c for c in PARAM_COLUMNS if c != "vf_impl_kind"), "static_valid")
+    return tuple(c for c in OP_PARAMS if c not in KEY)  # vf_impl_kind is a trace column of its own
 
 
 def _param_columns(row: Any, kw: dict[str, Any]) -> dict[str, Any]:

@@ -78,6 +78,14 @@ def test_predict_keeps_shape_columns_numeric(tmp_path):
     assert out["rows"].dtype == np.int64 and out["cols"].dtype == np.int64 and out["predicted_cycles"].notna().all()
 
 
+def test_counts_are_whole_numbers_named_when_malformed():
+    assert costmodel.estimate("BlockReduceSum", None, "f16", repeat="2.0", verify=False).cycles == \
+        costmodel.estimate("BlockReduceSum", None, "f16", repeat=2, verify=False).cycles
+    for bad in ("abc", 2.5):
+        with pytest.raises(costmodel.PtoCostError, match=f"repeat {bad!r}: expected a whole number"):
+            costmodel.estimate("BlockReduceSum", None, "f16", repeat=bad, verify=False)
+
+
 def test_predict_writes_the_input_columns_plus_its_own(tmp_path):
     import subprocess
     import sys

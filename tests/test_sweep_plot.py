@@ -172,7 +172,7 @@ def test_sweep_prices_a5_conversions_in_closed_form_like_single_estimates(monkey
     monkeypatch.setattr(module, "_per_request", lambda *a, **k: calls.append(1) or real(*a, **k))
     for src, dst in (("f32", "f32"), ("f32", "fp8_e4m3"), ("bf16", "f32"), ("fp4_e2m1", "bf16"), ("f32", "i32")):
         grid = expand({"ops": ["TCVT"], "dtypes": [src], "archs": ["a5"], "rows": "1:7:3", "cols": "64:1024:320",
-                       "params": {"dst_dtype": dst}})
+                       "dst_dtypes": [dst]})
         got = sweep(grid)
         assert not calls, (src, dst)  # no row took the per-request path
         for r in got.itertuples():
@@ -190,6 +190,12 @@ def test_list_valued_params_are_grid_dimensions():
         one = estimate("TCVT", f"{r.rows}x{r.cols}", "f16", dst_dtype="i8", saturation=r.saturation,
                        round_mode="rint", verify=False)
         assert r.cycles == pytest.approx(one.cycles)
+    # flags are read as flags wherever they come from: "false" is false, unknown text is that point's error
+    flags = sweep(expand({"ops": ["TMINS"], "dtypes": ["f16"], "rows": "16", "cols": "64",
+                          "params": {"static_valid": ["false", "0", False, "yes", "maybe"]}}))
+    plain, static = (estimate("TMINS", "16x64", "f16", static_valid=v, verify=False).cycles for v in (False, True))
+    assert flags["cycles"].iloc[:3].tolist() == [plain] * 3 and flags["cycles"].iloc[3] == static != plain
+    assert np.isnan(flags["cycles"].iloc[4]) and "expected true or false" in flags["note"].iloc[4]
     # a GM shape is one value made of five numbers, kept as its text; a list of them is swept, with other lists
     one = expand({"ops": ["TLOAD"], "dtypes": ["f16"], "rows": "16", "cols": "64:256:64",
                   "params": {"gm_shape": [1, 1, 1, 16, 64]}})
@@ -206,7 +212,8 @@ def test_list_valued_params_are_grid_dimensions():
         assert ok["cycles"].nunique() == 2 and out[out["cols"] == 128]["cycles"].isna().all()
     for bad, needle in (({"scalar": []}, "empty list"), ([1], "must map parameter names"),
                         ({"src1-valid": "8x32"}, "names use underscores: src1_valid"),
-                        ({"saturaton": "on"}, r"unknown parameter\(s\) saturaton")):
+                        ({"saturaton": "on"}, r"unknown parameter\(s\) saturaton"),
+                        ({"dst_dtype": ["i8", "f32"]}, "top-level `dst_dtypes`")):
         with pytest.raises(PtoCostError, match=needle):
             expand({"ops": ["TMINS"], "rows": "4", "cols": "64", "params": bad})
 
