@@ -419,10 +419,13 @@ _REQUEST_KEYS = ("op", "shape", "dtype", "arch", "valid", "dst_dtype", "strategy
 
 
 def _measured_points(path: str, df, x: str, fixed: str, dst: str | None, params: dict):
-    """The trace's rows of the plotted op, dtypes, destination type, arch and op variant (the plot's op options) at
-    the fixed dimension, placed at their valid extent: a curve point is a tile whose valid region is the whole tile,
-    and a measured row's cost follows its valid region (10x1312 valid 10x1280 runs 20 chunks a row, like a 10x1280
-    tile, not 21)."""
+    """The trace's rows of the plotted op, dtypes, destination type, arch and op variant (the plot's op options; the
+    loop form a row was measured in aside) at the fixed dimension. A curve point is a tile valid everywhere, so a
+    row sits at its valid extent (10x1312 valid 10x1280 runs 20 chunks a row, like a 10x1280 tile, not 21); where
+    the plot fixes a valid count (`valid_rows` / `valid_cols` in `params`), rows with that count sit at their tile's
+    extent instead, like the curve's points."""
+    import numpy as np
+
     from costmodel.dtypes import dtype as as_dtype
     from costmodel.errors import PtoCostError
     from costmodel.operands import make_request
@@ -433,27 +436,25 @@ def _measured_points(path: str, df, x: str, fixed: str, dst: str | None, params:
     good = good[good["op"].str.upper() == df["op"].iloc[0].upper()]
     good = good[good["dtype"].map(lambda d: as_dtype(d).name).isin(names) & (good["arch"].str.lower() == df["arch"].iloc[0])]
     good = good[good["dst_dtype"].map(lambda d: as_dtype(d).name if d else "") == (as_dtype(dst).name if dst else "")]
-    good = good[good[f"valid_{fixed}"] == df[fixed].iloc[0]]
+    at = {dim: dim if params.get(f"valid_{dim}") else f"valid_{dim}" for dim in ("rows", "cols")}
+    good = good[good[at[fixed]] == df[fixed].iloc[0]]
     for dim in ("rows", "cols"):
         if params.get(f"valid_{dim}"):
             good = good[good[f"valid_{dim}"] == params[f"valid_{dim}"]]
-
     asked = {k: v for k, v in params.items() if not k.startswith("valid_")}
 
     def same_variant(row) -> bool:
-        """Whether the row's op parameters are the plot's (the loop form it was measured in aside)."""
         try:
             kw = request_kwargs(row)
             theirs = make_request(**kw)
-            ours = make_request(**{k: v for k, v in kw.items() if k in _REQUEST_KEYS}, **asked)
+            ours = make_request(**{**{k: v for k, v in kw.items() if k in _REQUEST_KEYS}, **asked})
         except PtoCostError:
             return False
         return ({k: v for k, v in theirs.params if k != "vf_impl_kind"} == {k: v for k, v in ours.params if k != "vf_impl_kind"}
                 and theirs.tiles[0][1].static_valid == ours.tiles[0][1].static_valid)
 
-    keep = [same_variant(r) for r in good.to_dict("records")]
-    good = good[keep]
-    return good.assign(**{x: good[f"valid_{x}"]})
+    good = good[np.array([same_variant(r) for r in good.to_dict("records")], dtype=bool)]
+    return good.assign(**{x: good[at[x]]})
 
 
 @app.command("fit")

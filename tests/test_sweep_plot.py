@@ -124,6 +124,17 @@ def test_plot_overlays_only_the_measured_rows_of_its_variant(tmp_path):
     assert hp["measured_cycles"].tolist() == [3504.0]
     cvt = pd.DataFrame({"op": ["TCVT"], "dtype": ["bf16"], "arch": ["a5"], "rows": [1], "cols": [64]})
     assert _measured_points(str(trace), cvt, "cols", "rows", "f32", {})["measured_cycles"].tolist() == [65.0]
+    # no row of the variant: an empty overlay; the plot's own loop form does not exclude rows
+    assert _measured_points(str(trace), cvt, "cols", "rows", "i8", {}).empty
+    assert _measured_points(str(trace), recip, "cols", "rows", None,
+                            {"vf_impl_kind": "VFIMPL_2D_NO_POST_UPDATE"})["measured_cycles"].tolist() == [80.0]
+    # a fixed valid count: its rows sit at their tile's extent, like the curve's points
+    tails = tmp_path / "t.csv"
+    pd.DataFrame({"arch": "a5", "op": "TADD", "dtype": "fp32", "rows": [1, 1], "cols": [64, 128],
+                  "valid_rows": 1, "valid_cols": [1, 64], "measured_cycles": [55.0, 56.0]}).to_csv(tails, index=False)
+    add = pd.DataFrame({"op": ["TADD"], "dtype": ["f32"], "arch": ["a5"], "rows": [1], "cols": [64]})
+    got = _measured_points(str(tails), add, "cols", "rows", None, {"valid_cols": 1})
+    assert list(zip(got["cols"], got["measured_cycles"])) == [(64, 55.0)]
 
 
 def test_plot_svg_and_heatmap(tmp_path):
