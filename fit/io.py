@@ -78,10 +78,14 @@ def write_frame(df, path: str | os.PathLike) -> None:
 
 
 def _typed(df):
-    """Return the frame with every text column whose non-blank cells are all numbers as a numeric column."""
+    """Return the frame with each text column typed where that loses nothing: flags (true/false, 1/0, yes/no, on/off
+    text in a flag column) as booleans, and numbers whose text they reproduce (no '007', no '1.10', no integer beyond
+    64 bits) as numbers; blanks are missing."""
     import pandas as pd
 
-    from .traces import cell_text
+    from costmodel.flags import flag
+
+    from .traces import FLAG_PARAMS, cell_text
 
     out = df.copy()
     for col in out.columns:
@@ -89,10 +93,29 @@ def _typed(df):
             continue
         text = out[col].map(cell_text)
         filled = text != ""
+        if not filled.any():
+            continue
+        if col in FLAG_PARAMS:
+            try:
+                out[col] = text.map(lambda t: flag(t, col) if t else None)
+            except PtoCostError:
+                pass
+            continue
         num = pd.to_numeric(text.where(filled), errors="coerce")
-        if filled.any() and num[filled].notna().all() and not text[filled].isin(["True", "False"]).any():
+        if num[filled].notna().all() and text[filled].map(_number_text_round_trips).all():
             out[col] = num
     return out
+
+
+def _number_text_round_trips(text: str) -> bool:
+    """Whether the number `text` spells is written back as the same text (as an int64 or a float)."""
+    try:
+        return str(int(text)) == text and abs(int(text)) < 2 ** 63
+    except ValueError:
+        try:
+            return repr(float(text)) == text
+        except ValueError:
+            return False
 
 
 def write_json(doc: dict, path: str | os.PathLike) -> None:

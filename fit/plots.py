@@ -82,8 +82,8 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
     Lines are drawn as steps between sampled shapes so repeat and 255-repeat boundaries stay visible; each step ends
     at its sample (a cost that grows with ceil(x / chunk) holds from just past one sample up to the next), so a
     measured row at a width between samples sits on the step of the sample above it. A strategy has one colour
-    (in the lines and the strip), a dtype one dash pattern; each later line is drawn thinner, so lines that tie
-    stay visible.
+    (in the lines and the strip), a dtype one dash pattern; where several strategies of a dtype are drawn, each later
+    one is thinner, so lines that tie stay visible.
     """
     import matplotlib
 
@@ -100,6 +100,8 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
     colours = {n: palette(k % 10) for k, n in enumerate(dict.fromkeys(df["strategy"].dropna()))} if by_strategy else {}
     dashes = {dt: LINE_STYLES[k % len(LINE_STYLES)] for k, dt in enumerate(dict.fromkeys(df["dtype"]))}
     groups = list(df[df["cycles"].notna()].groupby(series, sort=False))  # unmodelled points: _mark_unmodelled
+    # lines can cover each other only where two series have a value at the same x
+    can_tie = bool(df[df["cycles"].notna()].groupby([x, "dtype"]).size().gt(1).any())
     for i, (keys, g) in enumerate(groups):
         keys = keys if isinstance(keys, tuple) else (keys,)
         row = dict(zip(series, keys))
@@ -107,8 +109,9 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
         style["ls"] = dashes.get(row.get("dtype", g["dtype"].iloc[0]), "-") if "dtype" in series or by_strategy else "-"
         g = g.groupby(x)["cycles"].first().reindex(xs)  # gaps where the strategy is illegal stay gaps
         rank = list(colours).index(row["strategy"]) if by_strategy else i
-        ax.plot(g.index, g.to_numpy(), drawstyle="steps-pre", marker=".", ms=3, lw=_width(rank, len(colours) or len(groups)),
-                label=_series_label(keys, series), **style)
+        lw = _width(rank, len(colours) or len(groups)) if can_tie else 1.4
+        ax.plot(g.index, g.to_numpy(), drawstyle="steps-pre", marker=".", ms=3, lw=lw, label=_series_label(keys, series),
+                **style)
     if measured is not None and len(measured):
         ax.scatter(measured[x], measured["measured_cycles"], marker="x", color="black", s=40, zorder=5,
                    label="measured (at its valid extent)")
@@ -137,9 +140,9 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
 
 
 def _width(rank: int, n: int) -> float:
-    """Line width of the rank-th of n series: from 2.8 down to 0.8, so a later line drawn over a tied one leaves
+    """Line width of the rank-th of n series: from 3.2 down to 0.8, so a later line drawn over a tied one leaves
     it visible on both sides."""
-    return 2.8 - 2.0 * rank / max(n - 1, 1)
+    return 3.2 - 2.4 * rank / max(n - 1, 1)
 
 
 def _default_strip(ax, defaults: pd.DataFrame, x: str, xs: np.ndarray, colours: dict) -> None:
@@ -151,7 +154,9 @@ def _default_strip(ax, defaults: pd.DataFrame, x: str, xs: np.ndarray, colours: 
     for k, dt in enumerate(dtypes):
         row = len(dtypes) - 1 - k  # the first dtype on top
         g = defaults[defaults["dtype"] == dt]
-        run = g["strategy"].ne(g["strategy"].shift()).cumsum()
+        pos = pd.Series(np.searchsorted(xs, g[x].to_numpy()), index=g.index)
+        # a new bar where the default changes or a sample between has no default (not modelled, or not drawn)
+        run = (g["strategy"].ne(g["strategy"].shift()) | pos.diff().ne(1)).cumsum()
         for _, seg in g.groupby(run, sort=False):
             name = seg["strategy"].iloc[0]
             lo, hi = seg[x].min() - step, seg[x].max()  # a step line holds each sample's cost from the previous one
