@@ -117,7 +117,7 @@ def plan(
     timeline: Annotated[bool, typer.Option("--timeline", metavar="", help="A5: also print the pipeline model's cycle-by-cycle "
                                            "issue timeline (loops shown for their first iterations).")] = False,
     iterations: Annotated[int, typer.Option("--timeline-iterations", min=1, help="Iterations of each loop shown in the timeline (the timeline simulates at most 4 trips of a shape loop).")] = 2,
-    chrome_trace: Annotated[Optional[str], typer.Option("--chrome-trace", metavar="PATH.json", help="A5: write the timeline's instructions (the iterations --timeline-iterations shows) as a Chrome trace-event file for chrome://tracing or ui.perfetto.dev: a track per unit, 1 us = 1 cycle.")] = None,
+    chrome_trace: Annotated[Optional[str], typer.Option("--chrome-trace", metavar="PATH.json", help="A5: write the timeline's instructions (the iterations --timeline-iterations shows) as a Chrome trace-event file for chrome://tracing or ui.perfetto.dev: a track per unit (a pipelined unit's overlapping instructions on lanes: load0, load0 #2, ...), 1 us = 1 cycle.")] = None,
     req: dict = None,
 ) -> None:
     """Print the plan (the intrinsic sequence or VF program) the implementation issues, like a disassembly."""
@@ -361,8 +361,9 @@ def plot(
     valid_cols: Annotated[Optional[int], typer.Option("--valid-cols", min=1, help="Valid cols of every point (default: the whole tile; a smaller tile is not modelled).")] = None,
     req: dict = None,
 ) -> None:
-    """Shape-vs-cycle curves (one line per strategy or dtype), or a heatmap when both rows and cols are ranges; the
-    request and op-parameter options are those of `estimate`."""
+    """Shape-vs-cycle curves (one line per strategy or dtype), or a heatmap when both rows and cols are ranges.
+
+    The request and op-parameter options are those of `estimate`."""
     from costmodel.api import resolve_arch
     from costmodel.errors import PtoCostError
     from costmodel.grid import expand

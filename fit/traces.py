@@ -324,7 +324,7 @@ def _param_columns(row: Any, kw: dict[str, Any]) -> dict[str, Any]:
         except PtoCostError:  # one of the two is malformed: the request built from the row reports it
             same = True
         if not same:
-            given = ", ".join(f"{n} = {row.get(n)!r} against {kw[n]!r}" for n in clash)
+            given = ", ".join(f"{n} = {cell_text(row.get(n))} against {cell_text(kw[n])}" for n in clash)
             raise TraceError(f"a column contradicts the trace's own for the same parameter: {given}")
     return out
 
