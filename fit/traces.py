@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from costmodel.errors import TraceError
-from costmodel.flags import truthy
+from costmodel.flags import flag, truthy
 from costmodel.operands import VF_IMPL_KINDS  # costmodel.md §3 step 5 (enum values 0..4)
 
 REQUIRED = ("arch", "op", "dtype", "rows", "cols")
@@ -283,10 +283,9 @@ def request_kwargs(row: Any) -> dict[str, Any]:
     extra = parse_extra(row.get("extra", ""))
     if extra.get("variant") == "ScalarTile":
         kw["order"] = "scalar_tile"
-    if truthy(extra.get("isInPlace", "")):
-        kw["in_place"] = True
-    if "isBinary" in extra:
-        kw["binary"] = truthy(extra["isBinary"])
+    for key, name in (("isInPlace", "in_place"), ("isBinary", "binary")):
+        if key in extra:
+            kw[name] = flag(extra[key], f"extra {key}")
     if row["op"].upper() in ("TLOAD", "TSTORE"):
         kw.update(_transfer_kwargs(extra, int(row["valid_rows"])))
     if row["op"].upper() == "TMOV":
@@ -309,7 +308,6 @@ def _param_columns(row: Any, kw: dict[str, Any]) -> dict[str, Any]:
     """Return the parameters a row names in sweep-named columns; TraceError where one gives a parameter the trace's
     own columns also give and the two requests differ (`saturation` off against `saturation_mode` ON)."""
     from costmodel.errors import PtoCostError
-    from costmodel.flags import flag
     from costmodel.operands import make_request
 
     out: dict[str, Any] = {}
@@ -346,7 +344,7 @@ def _transfer_kwargs(extra: dict[str, str], valid_rows: int) -> dict[str, Any]:
     if "PadVal" in extra:
         out["pad"] = extra["PadVal"]
     if "dyn" in extra:
-        out["gm_dynamic"] = truthy(extra["dyn"])
+        out["gm_dynamic"] = flag(extra["dyn"], "extra dyn")
     return out
 
 

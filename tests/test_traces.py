@@ -165,3 +165,13 @@ def test_missing_values_normalise_like_empty_csv_cells(cells):
     cols = ["dst_dtype", "vf_impl_kind", "measured_cycles"]
     assert got[cols].astype(str).equals(normalise_trace(frame(""))[cols].astype(str))
     assert not got["dst_dtype"].str.contains("nan").any() and list(got["line"]) == list(range(2, len(cells) + 2))
+
+
+def test_a_sweep_column_and_the_tests_extra_must_agree():
+    row = {"arch": "a2a3", "op": "TADD", "dtype": "f16", "dst_dtype": "", "rows": 16, "cols": 64, "valid_rows": 16,
+           "valid_cols": 64, "op_params": "", "round_mode": "", "saturation_mode": "", "extra": "isInPlace=false"}
+    with pytest.raises(TraceError, match="contradicts"):
+        request_kwargs(dict(row, in_place="True"))
+    assert request_kwargs(dict(row, in_place="0"))["in_place"] is False
+    with pytest.raises(ParamError, match="isBinary"):
+        request_kwargs(dict(row, op="TCOLSUM", extra="isBinary=maybe"))
