@@ -393,7 +393,8 @@ def plot(
         raise PtoCostError(f"no point of the grid could be modelled: {df['note'].iloc[0]}")
     shown = {**({"valid_rows": valid_rows} if valid_rows else {}), **({"valid_cols": valid_cols} if valid_cols else {}),
              **params}
-    title = (f"{df['op'].iloc[0]}{f' -> {dst}' if dst else ''} on {arch_name} — model "
+    conversion = f" {dtype} -> {dst}" if dst else ""
+    title = (f"{df['op'].iloc[0]}{conversion} on {arch_name} — model "
              f"{df['model'].replace('', None).dropna().iloc[0]}"
              + (f"\n{', '.join(f'{k}={v}' for k, v in shown.items())}" if shown else ""))
     if grid["rows"].nunique() > 1 and grid["cols"].nunique() > 1:

@@ -97,7 +97,8 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
     xs = np.sort(df[x].unique())
     by_strategy = "strategy" in series
     palette = matplotlib.colormaps["tab10"]
-    colours = {n: palette(k % 10) for k, n in enumerate(dict.fromkeys(df["strategy"].dropna()))} if by_strategy else {}
+    drawn = [n for n in dict.fromkeys(df.loc[df["cycles"].notna(), "strategy"]) if n]
+    colours = {n: palette(k % 10) for k, n in enumerate(drawn)} if by_strategy else {}
     dashes = {dt: LINE_STYLES[k % len(LINE_STYLES)] for k, dt in enumerate(dict.fromkeys(df["dtype"]))}
     groups = list(df[df["cycles"].notna()].groupby(series, sort=False))  # unmodelled points: _mark_unmodelled
     # lines can cover each other only where two series have a value at the same x
@@ -160,6 +161,7 @@ def _default_strip(ax, defaults: pd.DataFrame, x: str, xs: np.ndarray, colours: 
         for _, seg in g.groupby(run, sort=False):
             name = seg["strategy"].iloc[0]
             lo, hi = seg[x].min() - step, seg[x].max()  # a step line holds each sample's cost from the previous one
+            hi += step if len(xs) == 1 else 0  # one sample: centred, like its point
             ax.broken_barh([(lo, hi - lo)], (row + 0.1, 0.8), color=colours.get(name, "lightgrey"), alpha=0.75)
             if hi - lo >= 0.07 * span:
                 ax.text((lo + hi) / 2, row + 0.5, name, ha="center", va="center", fontsize=7)
@@ -181,7 +183,9 @@ def _mark_unmodelled(ax, df: pd.DataFrame, x: str) -> None:
         ax.axvspan(lo - step / 2, hi + step / 2, color="lightgrey", alpha=0.5, lw=0)
     notes = df[df[x].isin(xs) & df["note"].notna() & (df["note"].astype(str) != "")]["note"].astype(str)
     reason = notes.mode().iloc[0] if len(notes) else "not modelled"
-    ax.annotate(f"not modelled from {x} = {xs.min()}:\n{reason}", (0.99, 0.02), xycoords="axes fraction", ha="right",
+    trailing = not (~dead[dead.index >= xs.min()]).any()  # every sample from the first dead one on is dead
+    where = f"from {x} = {xs.min()}" if trailing else f"at {len(xs)} of {len(dead)} {x} values (shaded)"
+    ax.annotate(f"not modelled {where}:\n{reason}", (0.99, 0.02), xycoords="axes fraction", ha="right",
                 va="bottom", fontsize=7, color="dimgrey", wrap=True)
 
 
