@@ -376,14 +376,22 @@ def plot(
     check_figure_path(output)
     if csv:
         check_table_path(csv)
+    from costmodel.dtypes import dtype as as_dtype
+
     arch_name, _ = resolve_arch(arch)
     params = _kwargs(req)
+    dtype = ",".join(as_dtype(d.strip()).name for d in dtype.split(",") if d.strip())  # canonical names in the figure
     dst = params.pop("dst_dtype", None)
+    dst = as_dtype(dst).name if dst else None
     if not params.get("static_valid"):
         params.pop("static_valid", None)
     spec = {"ops": [op], "dtypes": dtype, "archs": [arch_name], "strategies": [strategy], "rows": rows, "cols": cols,
             "valid_rows": valid_rows, "valid_cols": valid_cols, "dst_dtypes": [dst] if dst else None, "params": params}
     grid = expand(spec)
+    heat = grid["rows"].nunique() > 1 and grid["cols"].nunique() > 1
+    if heat and measured:
+        raise PtoCostError("--measured overlays curves; a heatmap (both --rows and --cols ranges) has no room for "
+                           "points: fix one of them")
     if len(grid) > MAX_PLOT_POINTS:
         raise PtoCostError(f"the plot grid has {len(grid):,} points; at most {MAX_PLOT_POINTS:,} are drawn (a coarser "
                            "STEP, or `pto-cost sweep` for large grids)")
@@ -397,7 +405,7 @@ def plot(
     title = (f"{df['op'].iloc[0]}{conversion} on {arch_name} — model "
              f"{df['model'].replace('', None).dropna().iloc[0]}"
              + (f"\n{', '.join(f'{k}={v}' for k, v in shown.items())}" if shown else ""))
-    if grid["rows"].nunique() > 1 and grid["cols"].nunique() > 1:
+    if heat:
         fig = heatmap_figure(df, title=title)
     else:
         x = "cols" if grid["cols"].nunique() > 1 or grid["rows"].nunique() == 1 else "rows"
@@ -415,9 +423,9 @@ def plot(
                                       + (f"; {n_bad} point(s) not modelled ({why})" if n_bad else "")))
 
 
-# what a measured row's request keeps when the plot's op options replace its own (TSEL's mask variant follows its
-# measured key, not an option)
-_REQUEST_KEYS = ("op", "shape", "dtype", "arch", "valid", "dst_dtype", "strategy", "vf_impl_kind", "mask_variant")
+# what a measured row's request keeps when the plot's op options replace its own: what no option sets (TSEL's mask
+# variant follows its measured key, a TLOAD test's dynamic GM shape) besides the request itself
+_REQUEST_KEYS = ("op", "shape", "dtype", "arch", "valid", "dst_dtype", "strategy", "mask_variant", "gm_dynamic")
 
 
 def _measured_points(path: str, df, x: str, fixed: str, dst: str | None, params: dict):
@@ -532,7 +540,7 @@ def _load_spec(path: str) -> dict:
 
 @app.command("sweep")
 def sweep_cmd(
-    spec: Annotated[str, typer.Argument(help="Grid spec (.yaml needs pto-cost\\[yaml], .toml, .json): ops, rows, cols (a number or a range like 16:512:16) and optionally dtypes, dst_dtypes (TCVT targets), archs, strategies (default, all or a name), valid_rows, valid_cols (a count or full), params (op parameters named like the options, e.g. {saturation: \\[on, off]}: a list is a grid dimension), model.")],
+    spec: Annotated[str, typer.Argument(help="Grid spec (.yaml needs pto-cost\\[yaml], .toml, .json): ops, rows, cols (a number or a range like 16:512:16) and optionally dtypes, dst_dtypes (TCVT targets), archs, strategies (default, all or a name), valid_rows, valid_cols (a count or full), params (op parameters named like the options, with underscores: src1_valid, e.g. {saturation: \\[on, off]}: a list is a grid dimension), model.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Result file (.csv or .parquet).")],
     engine: Annotated[str, typer.Option("--engine", help="local, or dask (needs pto-cost\\[dask]).")] = "local",
     workers: Annotated[Optional[int], typer.Option("--workers", help="Dask workers of the local cluster.")] = None,

@@ -4,6 +4,7 @@ One spelling table for the whole tool: `1 true yes on` and `0 false no off`, in 
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from .errors import ParamError
@@ -19,11 +20,22 @@ def truthy(value: Any) -> bool:
     return str(value).strip().lower() in TRUE
 
 
+FLAG_PARAMS = ("static_valid", "in_place", "binary", "gm_dynamic")  # the request parameters that are flags
+
+
 def flag(value: Any, what: str) -> bool:
-    """Return the flag `value` spells (a bool passes through); raise ParamError naming `what` for other text."""
-    if isinstance(value, bool):
-        return value
+    """Return the flag `value` spells: a bool, None (not given: False), a number 0 or 1 (a float column with gaps
+    holds 1.0), or text; raise ParamError naming `what` for anything else."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, numbers.Number) and value in (0, 1):
+        return bool(value)
     text = str(value).strip().lower()
     if text in TRUE | FALSE:
         return text in TRUE
-    raise ParamError(f"{what} {value!r}: expected true or false (also 1/0, yes/no, on/off)")
+    raise ParamError(f"{what} {shown(value)}: expected true or false (also 1/0, yes/no, on/off)")
+
+
+def shown(value: Any) -> str:
+    """A value as an error message quotes it: text in quotes, a number (numpy's too) as its digits."""
+    return repr(value) if isinstance(value, str) else str(value)

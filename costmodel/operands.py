@@ -12,7 +12,7 @@ from .catalog import Instruction, instruction
 from .dtypes import DType, dtype as as_dtype
 from .emulate.data import default_scalar
 from .errors import ParamError, ShapeError
-from .flags import flag, truthy
+from .flags import flag, shown, truthy
 from .request import Request
 from .tiles import Tile, parse_shape
 
@@ -51,9 +51,9 @@ def count(value: Any, what: str) -> int:
     try:
         number = float(str(value).strip())
     except ValueError:
-        raise ParamError(f"{what} {value!r}: expected a whole number") from None
+        raise ParamError(f"{what} {shown(value)}: expected a whole number") from None
     if not number.is_integer():
-        raise ParamError(f"{what} {value!r}: expected a whole number")
+        raise ParamError(f"{what} {shown(value)}: expected a whole number")
     return int(number)
 
 
@@ -77,7 +77,8 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     params = {k: v for k, v in params.items() if v is not None}
     _check_param_names(params)
     if "in_place" in params:
-        params["in_place"] = flag(params["in_place"], "in_place")
+        if flag(params.pop("in_place"), "in_place"):
+            params["in_place"] = True  # not in place is the default: the same request as without the parameter
     fam = inst.family
     sv = flag(static_valid, "static_valid")
     if fam == "block_reduce":
@@ -210,7 +211,10 @@ def _parse_mask(text: Any, lanes: int) -> tuple[int, int]:
     try:
         n = int(s, 0)
     except ValueError:
-        raise ParamError(f"malformed mask {s!r}: expected N (first N lanes) or HI:LO bit form") from None
+        try:
+            n = count(s, "mask")  # 64.0 from a float column with gaps
+        except ParamError:
+            raise ParamError(f"malformed mask {s!r}: expected N (first N lanes) or HI:LO bit form") from None
     if not 1 <= n <= lanes:
         raise ParamError(f"continuous mask {n} is out of range: 1..{lanes} lanes for this dtype")
     return continuous_mask(n)

@@ -78,44 +78,53 @@ def write_frame(df, path: str | os.PathLike) -> None:
 
 
 def _typed(df):
-    """Return the frame with each text column typed where that loses nothing: flags (true/false, 1/0, yes/no, on/off
-    text in a flag column) as booleans, and numbers whose text they reproduce (no '007', no '1.10', no integer beyond
-    64 bits) as numbers; blanks are missing."""
+    """Return the frame with each text column typed where that loses nothing: flags (a flag column's true/false,
+    1/0, yes/no, on/off, and any column of True/False) as booleans, numbers whose text they reproduce (no '007', no
+    '1.10', no integer beyond 64 bits) as numbers (whole numbers with gaps as nullable integers); every other
+    column of mixed values as text. Blanks are missing."""
     import pandas as pd
 
-    from costmodel.flags import flag
-
-    from .traces import FLAG_PARAMS, cell_text
+    from costmodel.flags import FLAG_PARAMS, flag
 
     out = df.copy()
     for col in out.columns:
         if not (pd.api.types.is_string_dtype(out[col]) or out[col].dtype == object):
             continue
-        text = out[col].map(cell_text)
+        text = out[col].map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else str(v).strip())
         filled = text != ""
-        if not filled.any():
+        cells = text[filled]
+        if not len(cells):
             continue
-        if col in FLAG_PARAMS:
+        if col in FLAG_PARAMS or cells.isin(["True", "False"]).all():
             try:
-                out[col] = text.map(lambda t: flag(t, col) if t else None)
+                out[col] = text.map(lambda t: flag(t, col) if t else None).astype("boolean")
+                continue
             except PtoCostError:
                 pass
+        elif cells.map(_whole_number_text).all():
+            out[col] = pd.array([int(t) if t else None for t in text], dtype="Int64")
             continue
-        num = pd.to_numeric(text.where(filled), errors="coerce")
-        if num[filled].notna().all() and text[filled].map(_number_text_round_trips).all():
-            out[col] = num
+        elif cells.map(_number_text_round_trips).all():
+            out[col] = pd.to_numeric(text.where(filled))
+            continue
+        out[col] = text.where(filled, None)
     return out
 
 
-def _number_text_round_trips(text: str) -> bool:
-    """Whether the number `text` spells is written back as the same text (as an int64 or a float)."""
+def _whole_number_text(text: str) -> bool:
+    """Whether `text` is an int64 written as Python writes it (no '007', no '+5')."""
     try:
         return str(int(text)) == text and abs(int(text)) < 2 ** 63
     except ValueError:
-        try:
-            return repr(float(text)) == text
-        except ValueError:
-            return False
+        return False
+
+
+def _number_text_round_trips(text: str) -> bool:
+    """Whether `text` is a whole number or a float written back as the same text."""
+    try:
+        return _whole_number_text(text) or repr(float(text)) == text
+    except ValueError:
+        return False
 
 
 def write_json(doc: dict, path: str | os.PathLike) -> None:

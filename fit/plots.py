@@ -111,8 +111,8 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
         g = g.groupby(x)["cycles"].first().reindex(xs)  # gaps where the strategy is illegal stay gaps
         rank = list(colours).index(row["strategy"]) if by_strategy else i
         lw = _width(rank, len(colours) or len(groups)) if can_tie else 1.4
-        ax.plot(g.index, g.to_numpy(), drawstyle="steps-pre", marker=".", ms=3, lw=lw, label=_series_label(keys, series),
-                **style)
+        ax.plot(g.index, g.to_numpy(), drawstyle="steps-pre", marker="o", ms=lw + 1.5, lw=lw,
+                label=_series_label(keys, series), **style)
     if measured is not None and len(measured):
         ax.scatter(measured[x], measured["measured_cycles"], marker="x", color="black", s=40, zorder=5,
                    label="measured (at its valid extent)")
@@ -180,7 +180,7 @@ def _mark_unmodelled(ax, df: pd.DataFrame, x: str) -> None:
         return
     step = np.diff(np.sort(df[x].unique())).min() if df[x].nunique() > 1 else 1
     for lo, hi in _runs(np.sort(xs.to_numpy()), step):
-        ax.axvspan(lo - step / 2, hi + step / 2, color="lightgrey", alpha=0.5, lw=0)
+        ax.axvspan(lo - step, hi, color="lightgrey", alpha=0.5, lw=0)  # the x range a sample's step covers
     notes = df[df[x].isin(xs) & df["note"].notna() & (df["note"].astype(str) != "")]["note"].astype(str)
     reason = notes.mode().iloc[0] if len(notes) else "not modelled"
     trailing = not (~dead[dead.index >= xs.min()]).any()  # every sample from the first dead one on is dead

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from costmodel.errors import TraceError
-from costmodel.flags import flag, truthy
-from costmodel.operands import VF_IMPL_KINDS  # costmodel.md §3 step 5 (enum values 0..4)
+from costmodel.flags import FLAG_PARAMS, flag, truthy
+from costmodel.operands import VF_IMPL_KINDS, count  # VF_IMPL_KINDS: costmodel.md §3 step 5 (enum values 0..4)
 
 REQUIRED = ("arch", "op", "dtype", "rows", "cols")
 OPTIONAL = ("dst_dtype", "valid_rows", "valid_cols", "vf_impl_kind", "strategy", "op_params", "round_mode",
@@ -94,7 +94,7 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace") -> pd.DataFrame:
     added = [col for col in OPTIONAL if col not in df.columns]
     for col in added:
         df[col] = ""
-    for col in [*KEY, *(c for c in param_columns() if c in df.columns)]:  # as the text of a CSV cell
+    for col in KEY:  # as the text of a CSV cell (op parameters are read so where used, and written back as given)
         df[col] = df[col].map(cell_text).astype(object)
     df["measured_cycles"] = _missing_as_empty(df["measured_cycles"])
     if "line" not in df.columns:
@@ -186,11 +186,12 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
         if v:
             problems.append(Problem(int(line), v[0], v[1]))
     key = [c for c in (*KEY, *param_columns()) if c in df.columns]
+    cells = df[key].apply(lambda col: col.map(cell_text))  # hashable and spelled alike (a Parquet cell may be a list)
     clean = ~df["line"].isin({p.line for p in problems})
-    dup = df.duplicated(key, keep=False) & clean
-    dup &= df[clean].duplicated(key, keep=False).reindex(df.index, fill_value=False)
+    dup = cells.duplicated(keep=False) & clean
+    dup &= cells[clean].duplicated(keep=False).reindex(df.index, fill_value=False)
     if dup.any() and "measured_cycles" in df:
-        groups = df[dup].groupby(key, sort=False)["measured_cycles"]
+        groups = df.loc[dup, "measured_cycles"].groupby([cells.loc[dup, c] for c in key], sort=False)
         for _, g in groups:
             if g.nunique() > 1:
                 lines = ", ".join(str(int(x)) for x in df.loc[g.index, "line"])
@@ -255,7 +256,7 @@ def trace_request(row: Any) -> tuple[Any, str]:
         alias = alias_source(list(req.tiles))
     except PtoCostError:
         return req, ""
-    return (make_request(**kw, in_place=True),
+    return (make_request(**{**kw, "in_place": True}),
             f"modelled in place (dst overwrites {alias}): the tiles need {need} B side by side, the UB has {limit} B")
 
 
@@ -292,9 +293,6 @@ def request_kwargs(row: Any) -> dict[str, Any]:
         kw.update(_tmov_kwargs(extra))
     kw.update(_param_columns(row, kw))
     return kw
-
-
-FLAG_PARAMS = ("static_valid", "in_place", "binary", "gm_dynamic")
 
 
 def param_columns() -> tuple[str, ...]:
@@ -336,7 +334,7 @@ def _transfer_kwargs(extra: dict[str, str], valid_rows: int) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     if all(f"shape{i}" in extra for i in range(5)):
-        dims = [int(extra[f"shape{i}"]) for i in range(5)]
+        dims = [count(extra[f"shape{i}"], f"extra shape{i}") for i in range(5)]
         outer = dims[0] * dims[1] * dims[2]
         if outer * dims[3] != valid_rows and dims[3] == valid_rows and valid_rows % outer == 0:
             dims[3] = valid_rows // outer

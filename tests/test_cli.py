@@ -114,6 +114,8 @@ def test_arch_comes_from_the_environment():
     (["plan", "TADD", "--shape", "4x64", "--arch", "a5", "--chrome-trace", "t.txt"], "give a path ending in .json"),
     (["plan", "TADD", "--shape", "4x64", "--arch", "a2a3", "--chrome-trace", "t.json"], "needs --arch a5"),
     (["plot", "TMINS", "--rows", "64", "--cols", "16:64:16", "-o", "fig.txt"], "unknown image format 'txt'"),
+    (["plot", "TMINS", "--rows", "8:64:8", "--cols", "16:64:16", "--measured", "tests/data/small_trace.csv", "-o", "f.png"],
+     "a heatmap"),
     (["plot", "TMINS", "--rows", "64", "--cols", "1:1000000:1", "-o", "fig.png"], "at most 100,000 are drawn"),
     (["predict", "tests/data/small_trace.csv", "-o", "out.txt"], "unknown table format '.txt'"),
     (["predict", "tests/data/small_trace.csv", "-o", "tests"], "is a directory"),

@@ -124,6 +124,12 @@ def test_plot_overlays_only_the_measured_rows_of_its_variant(tmp_path):
     assert hp["measured_cycles"].tolist() == [3504.0]
     cvt = pd.DataFrame({"op": ["TCVT"], "dtype": ["bf16"], "arch": ["a5"], "rows": [1], "cols": [64]})
     assert _measured_points(str(trace), cvt, "cols", "rows", "f32", {})["measured_cycles"].tolist() == [65.0]
+    # a test that says it did not run in place is the plain variant
+    flagged = tmp_path / "f.csv"
+    pd.DataFrame({"arch": "a2a3", "op": "TSQRT", "dtype": "fp32", "rows": [64], "cols": [64], "extra": "isInPlace=false",
+                  "measured_cycles": [160.0]}).to_csv(flagged, index=False)
+    sqrt = pd.DataFrame({"op": ["TSQRT"], "dtype": ["f32"], "arch": ["a2a3"], "rows": [64], "cols": [64]})
+    assert _measured_points(str(flagged), sqrt, "cols", "rows", None, {})["measured_cycles"].tolist() == [160.0]
     # no row of the variant: an empty overlay; the plot's own loop form does not exclude rows
     assert _measured_points(str(trace), cvt, "cols", "rows", "i8", {}).empty
     assert _measured_points(str(trace), recip, "cols", "rows", None,
@@ -273,6 +279,25 @@ def test_a_sweep_output_is_a_cases_file_predict_reproduces(tmp_path):
     got = predict_frame(read_trace(pq))
     assert got["predicted_cycles"].to_numpy() == pytest.approx(swept["cycles"].to_numpy())
     assert np.isnan(predict_frame(read_trace(pq).assign(binary="maybe")).loc[3, "predicted_cycles"])
+
+
+def test_parquet_outputs_are_typed_without_loss(tmp_path):
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps({"ops": ["BlockReduceSum"], "rows": 16, "cols": 64,
+                                "params": {"mask": [64, "0xffff:0xffff"], "static_valid": [True, "maybe"]}}))
+    out = tmp_path / "s.parquet"
+    r = run("sweep", str(spec), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    got = pd.read_parquet(out)
+    assert got["mask"].astype(str).tolist() == ["64", "64", "0xffff:0xffff", "0xffff:0xffff"]
+    assert got["static_valid"].astype(str).tolist() == ["True", "maybe"] * 2 and got["cycles"].notna().sum() == 2
+    cases = tmp_path / "c.csv"
+    cases.write_text("arch,op,dtype,rows,cols,case_id,ver,n\na2a3,TMINS,f16,64,64,007,1.10,5\na2a3,TMINS,f16,,64,010,2.00,\n")
+    out = tmp_path / "c.parquet"
+    assert run("predict", str(cases), "-o", str(out)).returncode == 0
+    got = pd.read_parquet(out)
+    assert got["case_id"].tolist() == ["007", "010"] and got["ver"].tolist() == ["1.10", "2.00"]
+    assert str(got["n"].dtype) == "Int64" and str(got["rows"].dtype) == "Int64" and got["n"].tolist()[0] == 5
 
 
 def test_sweep_passes_the_a5_parameters():

@@ -175,3 +175,26 @@ def test_a_sweep_column_and_the_tests_extra_must_agree():
     assert request_kwargs(dict(row, in_place="0"))["in_place"] is False
     with pytest.raises(ParamError, match="isBinary"):
         request_kwargs(dict(row, op="TCOLSUM", extra="isBinary=maybe"))
+
+
+def test_rows_saying_not_in_place_and_typed_flag_columns(tmp_path):
+    # a measured row whose tiles overflow the UB runs in place whatever its test flag says; a float flag column with
+    # gaps (read by pandas) means what its 1.0 / 0.0 say; a malformed GM shape in extra is that row's note
+    p = write(tmp_path, "a5,TADD,fp32,,20,1312,20,1280,VFIMPL_DEFAULT,869\n")
+    body = read_trace(p).assign(extra=["isInPlace=false"])
+    out = predict_frame(body)
+    assert np.isfinite(out.loc[0, "predicted_cycles"]) and "in place" in out.loc[0, "note"]
+    from costmodel import sweep
+
+    frame = pd.DataFrame({"op": "TADD", "dtype": "f32", "arch": "a5", "rows": 16, "cols": 64,
+                          "static_valid": [1.0, np.nan, 0.0]})
+    got = sweep(frame)["cycles"].tolist()
+    from costmodel import estimate
+
+    static, plain = (estimate("TADD", "16x64", "f32", arch="a5", static_valid=v, verify=False).cycles
+                     for v in (True, None))
+    assert got == [static, plain, plain] and static != plain
+    bad = read_trace(write(tmp_path, "a2a3,TLOAD,fp32,,16,64,16,64,,100\n")).assign(
+        extra=["shape0=1;shape1=1;shape2=1;shape3=16;shape4=abc"])
+    out = predict_frame(bad)
+    assert np.isnan(out.loc[0, "predicted_cycles"]) and "extra shape4 'abc': expected a whole number" in out.loc[0, "note"]
