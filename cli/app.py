@@ -380,7 +380,10 @@ def plot(
 
     arch_name, _ = resolve_arch(arch)
     params = _kwargs(req)
-    dtype = ",".join(as_dtype(d.strip()).name for d in dtype.split(",") if d.strip())  # canonical names in the figure
+    names = list(dict.fromkeys(as_dtype(d.strip()).name for d in dtype.split(",") if d.strip()))  # f16,half: one
+    if not names:
+        raise PtoCostError(f"--dtype {dtype!r} names no element type; give one or a comma list, e.g. f16,f32")
+    dtype = ",".join(names)
     dst = params.pop("dst_dtype", None)
     dst = as_dtype(dst).name if dst else None
     if not params.get("static_valid"):

@@ -58,8 +58,6 @@ def request_options(fn: Callable | None = None, *, exclude: tuple[str, ...] = ()
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         req = {name: kwargs.pop(name) for name in names if name in kwargs}
-        if not req.get("in_place"):
-            req.pop("in_place", None)
         return fn(*args, req=req, **kwargs)
 
     pos = [p for p in own if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

@@ -28,6 +28,8 @@ def flag(value: Any, what: str) -> bool:
     holds 1.0), or text; raise ParamError naming `what` for anything else."""
     if value is None or isinstance(value, bool):
         return bool(value)
+    if type(value).__name__ == "NAType":  # pandas' missing value in a nullable column: not given
+        return False
     if isinstance(value, numbers.Number) and value in (0, 1):
         return bool(value)
     text = str(value).strip().lower()

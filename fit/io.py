@@ -81,16 +81,19 @@ def _typed(df):
     """Return the frame with each text column typed where that loses nothing: flags (a flag column's true/false,
     1/0, yes/no, on/off, and any column of True/False) as booleans, numbers whose text they reproduce (no '007', no
     '1.10', no integer beyond 64 bits) as numbers (whole numbers with gaps as nullable integers); every other
-    column of mixed values as text. Blanks are missing."""
+    column of mixed values as text. Blanks are missing. (True/False text is what pandas writes for booleans; other
+    spellings are flags only in a flag column.)"""
     import pandas as pd
 
     from costmodel.flags import FLAG_PARAMS, flag
 
     out = df.copy()
     for col in out.columns:
-        if not (pd.api.types.is_string_dtype(out[col]) or out[col].dtype == object):
-            continue
-        text = out[col].map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else str(v).strip())
+        if isinstance(out[col].dtype, pd.CategoricalDtype) or not (
+                pd.api.types.is_string_dtype(out[col]) or out[col].dtype == object):
+            continue  # typed already (a categorical is stored as a Parquet dictionary)
+        cells = out[col].astype(object)
+        text = cells.where(cells.notna(), "").astype(str).str.strip()
         filled = text != ""
         cells = text[filled]
         if not len(cells):

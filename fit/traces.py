@@ -96,6 +96,8 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace") -> pd.DataFrame:
         df[col] = ""
     for col in KEY:  # as the text of a CSV cell (op parameters are read so where used, and written back as given)
         df[col] = df[col].map(cell_text).astype(object)
+    for col in (c for c in param_columns() if c in df.columns):  # a list cell (Parquet) has no other written form
+        df[col] = df[col].map(lambda v: cell_text(v) if isinstance(v, (list, tuple, np.ndarray)) else v)
     df["measured_cycles"] = _missing_as_empty(df["measured_cycles"])
     if "line" not in df.columns:
         df.insert(0, "line", np.arange(2, len(df) + 2))
@@ -108,10 +110,10 @@ def cell_text(value: Any) -> str:
     """Return a trace cell as the text a CSV would hold: '' for a missing value (None, NaN, 'nan'), an integral
     number without decimals (a Parquet or pandas column with a gap turns 1 into 1.0), a sequence (a GM shape read
     back from Parquet) as AxBxC, anything else stripped."""
-    if value is None:
-        return ""
     if isinstance(value, (list, tuple, np.ndarray)):
         return "x".join(cell_text(v) for v in value)
+    if value is None or pd.isna(value):  # None, NaN, pandas' NA (a nullable column's gap)
+        return ""
     if isinstance(value, (float, np.floating)):
         return "" if value != value else str(int(value)) if float(value).is_integer() else repr(float(value))
     text = str(value).strip()

@@ -92,6 +92,9 @@ def test_plot_takes_the_request_and_op_parameter_options(tmp_path):
                        static_valid=True, verify=False)
         assert row.cycles == pytest.approx(one.cycles)
     assert run("plot", "TMINS", "--rows", "4", "--cols", "64", "--shape", "4x64", "-o", str(png)).returncode == 2
+    # two spellings of one type are one series
+    r = run("plot", "TADD", "-t", "f16,half", "--rows", "4", "--cols", "64:128:64", "-o", str(png), "--csv", str(csv))
+    assert r.returncode == 0 and len(pd.read_csv(csv)) == 2
 
 
 def test_plot_overlays_measured_rows_at_their_valid_extent(tmp_path):
@@ -298,6 +301,30 @@ def test_parquet_outputs_are_typed_without_loss(tmp_path):
     got = pd.read_parquet(out)
     assert got["case_id"].tolist() == ["007", "010"] and got["ver"].tolist() == ["1.10", "2.00"]
     assert str(got["n"].dtype) == "Int64" and str(got["rows"].dtype) == "Int64" and got["n"].tolist()[0] == 5
+
+
+def test_parquet_round_trips_of_fully_modelled_sweeps_and_cases_with_gaps(tmp_path):
+    from fit.predict import predict_frame
+    from fit.traces import read_trace
+
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps({"ops": ["TADD"], "dtypes": ["f16", "f32"], "rows": 16, "cols": "64:256:64"}))
+    out = tmp_path / "s.parquet"
+    r = run("sweep", str(spec), "-o", str(out))  # every point modelled: single-valued categorical columns
+    assert r.returncode == 0, r.stderr
+    assert pd.read_parquet(out)["cycles"].notna().all()
+    cases = tmp_path / "c.csv"
+    cases.write_text("arch,op,dtype,rows,cols,valid_rows,valid_cols,measured_cycles,static_valid\n"
+                     "a2a3,TMINS,f16,16,64,8,64,30,1\na2a3,TMINS,f16,16,128,,,40,\n")
+    first, again = tmp_path / "a.parquet", tmp_path / "b.csv"
+    assert run("predict", str(cases), "-o", str(first)).returncode == 0
+    assert run("predict", str(first), "-o", str(again)).returncode == 0
+    want = predict_frame(read_trace(cases))["predicted_cycles"]
+    assert want.notna().all() and pd.read_csv(again)["predicted_cycles"].tolist() == pytest.approx(want.tolist())
+    typed = pd.read_parquet(first)
+    assert str(typed["valid_rows"].dtype) == "Int64" and str(typed["static_valid"].dtype) == "boolean"
+    assert sweep(typed[["arch", "op", "dtype", "rows", "cols", "valid_rows", "valid_cols", "static_valid"]])[
+        "cycles"].tolist() == pytest.approx(want.tolist())
 
 
 def test_sweep_passes_the_a5_parameters():

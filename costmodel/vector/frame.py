@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 SHAPE_COLUMNS = ("rows", "cols", "valid_rows", "valid_cols")
 
@@ -18,7 +19,6 @@ REQUIRED_COLUMNS = ("op", "dtype", "rows", "cols")
 def check_frame(frame) -> None:
     """Raise PtoCostError (one line) unless `frame` is a DataFrame with the request columns a sweep needs and whole
     numbers in its shape columns."""
-    import pandas as pd
 
     from ..errors import PtoCostError
 
@@ -55,6 +55,11 @@ class Frame:
         self.order = list(frame.columns)
         self.const: dict[str, Any] = {}
         df = self.df
+        for col in df.columns:  # nullable columns (Int64, boolean: a typed file with gaps) hold pandas' NA, which
+            dt = df[col].dtype  # cannot be compared or hashed like a value; as objects with None they can
+            if isinstance(dt, pd.api.extensions.ExtensionDtype) and not isinstance(dt, (pd.CategoricalDtype, pd.StringDtype)) \
+                    and df[col].hasnans and col not in ("rows", "cols"):
+                df[col] = df[col].astype(object).where(df[col].notna(), None)
         if "strategy" not in df:
             self._add("strategy", "default")
         for col, src in (("valid_rows", "rows"), ("valid_cols", "cols")):
@@ -94,7 +99,6 @@ def _key(v):
 
 def runs(col) -> tuple[np.ndarray, list] | None:
     """(start of each run of equal values, the run's value) when a column comes in few runs, else None."""
-    import pandas as pd
 
     n = len(col)
     limit = max(64, n // 32)
@@ -135,7 +139,6 @@ def runs(col) -> tuple[np.ndarray, list] | None:
 
 def _codes(col) -> np.ndarray:
     """Integer codes of a column's values (missing values -> -1)."""
-    import pandas as pd
 
     if isinstance(col.dtype, pd.CategoricalDtype):
         return col.cat.codes.to_numpy(np.int64)
@@ -198,7 +201,6 @@ def _groups_by_codes(f, cols: list[str]):
 
 def asked(f) -> tuple[np.ndarray, list[str]]:
     """(code per row, the distinct `strategy` values), missing and empty values read as `default`."""
-    import pandas as pd
 
     if "strategy" in f.const:
         return np.zeros(f.n, dtype=np.int64), ["default"]
