@@ -386,8 +386,9 @@ def plot(
     dtype = ",".join(names)
     dst = params.pop("dst_dtype", None)
     dst = as_dtype(dst).name if dst else None
-    if not params.get("static_valid"):
-        params.pop("static_valid", None)
+    for name in ("static_valid", "in_place"):  # off is the default: not a parameter of the figure or its data
+        if not params.get(name):
+            params.pop(name, None)
     spec = {"ops": [op], "dtypes": dtype, "archs": [arch_name], "strategies": [strategy], "rows": rows, "cols": cols,
             "valid_rows": valid_rows, "valid_cols": valid_cols, "dst_dtypes": [dst] if dst else None, "params": params}
     grid = expand(spec)

@@ -94,23 +94,24 @@ def _typed(df):
             continue  # typed already (a categorical is stored as a Parquet dictionary)
         cells = out[col].astype(object)
         text = cells.where(cells.notna(), "").astype(str).str.strip()
-        filled = text != ""
-        cells = text[filled]
-        if not len(cells):
+        codes, uniques = pd.factorize(text)  # judge each distinct text once (a sweep repeats a few names)
+        filled = [u for u in uniques if u != ""]
+        if not filled:
             continue
-        if col in FLAG_PARAMS or cells.isin(["True", "False"]).all():
+        if col in FLAG_PARAMS or set(filled) <= {"True", "False"}:
             try:
-                out[col] = text.map(lambda t: flag(t, col) if t else None).astype("boolean")
+                kind = {u: (flag(u, col) if u else None) for u in uniques}
+                out[col] = pd.array([kind[u] for u in uniques], dtype="boolean").take(codes)
                 continue
             except PtoCostError:
                 pass
-        elif cells.map(_whole_number_text).all():
-            out[col] = pd.array([int(t) if t else None for t in text], dtype="Int64")
+        elif all(map(_whole_number_text, filled)):
+            out[col] = pd.array([int(u) if u else None for u in uniques], dtype="Int64").take(codes)
             continue
-        elif cells.map(_number_text_round_trips).all():
-            out[col] = pd.to_numeric(text.where(filled))
+        elif all(map(_number_text_round_trips, filled)):
+            out[col] = pd.to_numeric(text.where(text != ""))
             continue
-        out[col] = text.where(filled, None)
+        out[col] = text.where(text != "", None)
     return out
 
 

@@ -106,6 +106,17 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace") -> pd.DataFrame:
     return df
 
 
+def _converts(op: str) -> bool:
+    """Whether `op` is a conversion (its destination type is part of the request even when equal to the source)."""
+    from costmodel.catalog import instruction
+    from costmodel.errors import PtoCostError
+
+    try:
+        return instruction(op).family == "convert"
+    except PtoCostError:
+        return False
+
+
 def cell_text(value: Any) -> str:
     """Return a trace cell as the text a CSV would hold: '' for a missing value (None, NaN, 'nan'), an integral
     number without decimals (a Parquet or pandas column with a gap turns 1 into 1.0), a sequence (a GM shape read
@@ -268,8 +279,8 @@ def request_kwargs(row: Any) -> dict[str, Any]:
         "op": row["op"], "shape": (int(row["rows"]), int(row["cols"])), "dtype": row["dtype"],
         "arch": str(row["arch"]).lower(), "valid": (int(row["valid_rows"]), int(row["valid_cols"])),
     }
-    if row.get("dst_dtype") and row["dst_dtype"] != row["dtype"]:
-        kw["dst_dtype"] = row["dst_dtype"]
+    if row.get("dst_dtype") and (row["dst_dtype"] != row["dtype"] or _converts(row["op"])):
+        kw["dst_dtype"] = row["dst_dtype"]  # a conversion to its own type (f32 -> f32) rounds to integral values
     if row.get("strategy"):
         kw["strategy"] = row["strategy"]
     if row.get("vf_impl_kind"):

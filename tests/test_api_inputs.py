@@ -115,3 +115,18 @@ def test_verified_says_skipped_when_not_asked_and_na_when_no_emulation_exists():
     assert costmodel.estimate("TMINS", "64x64", "f16").to_dict()["verified"] == "yes"
     hif8 = costmodel.estimate("TCVT", "4x64", "f32", arch="a5", dst_dtype="hif8")
     assert hif8.verified is None and hif8.to_dict()["verified"] == "n/a"
+
+
+def test_sweep_frames_with_pandas_nullable_columns():
+    """convert_dtypes() / nullable readers put pandas' NA in string, Int64 and boolean columns: a sweep reads those
+    gaps as blanks, on frames large enough to take the grouped path; a missing shape is a one-line error."""
+    n = 40
+    frame = pd.DataFrame({"op": ["TCVT", "TMINS"] * n, "dtype": "f16", "dst_dtype": ["i8", ""] * n,
+                          "rows": np.arange(2 * n) % 7 + 4, "cols": 64,
+                          "saturation": pd.array(["on", None] * n, dtype="string")})
+    plain = costmodel.sweep(frame.astype({"saturation": object}))["cycles"].to_numpy()
+    assert np.isfinite(plain).all()
+    assert costmodel.sweep(frame.convert_dtypes())["cycles"].to_numpy() == pytest.approx(plain)
+    with pytest.raises(costmodel.PtoCostError, match="rows: <NA>"):
+        costmodel.sweep(pd.DataFrame({"op": ["TADD"], "dtype": ["f16"], "rows": pd.array([None], dtype="Int64"),
+                                      "cols": [64]}))

@@ -87,6 +87,7 @@ def test_plot_takes_the_request_and_op_parameter_options(tmp_path):
     assert r.returncode == 0, r.stderr
     df = pd.read_csv(csv)
     assert df["cycles"].notna().all() and set(df["valid_cols"]) == {60}
+    assert "in_place" not in df  # an option left at its default is not a parameter of the figure
     for row in df.itertuples():
         one = estimate("TCVT", f"{row.rows}x{row.cols}", "f16", dst_dtype="i8", saturation="on", valid=(4, 60),
                        static_valid=True, verify=False)
@@ -325,6 +326,18 @@ def test_parquet_round_trips_of_fully_modelled_sweeps_and_cases_with_gaps(tmp_pa
     assert str(typed["valid_rows"].dtype) == "Int64" and str(typed["static_valid"].dtype) == "boolean"
     assert sweep(typed[["arch", "op", "dtype", "rows", "cols", "valid_rows", "valid_cols", "static_valid"]])[
         "cycles"].tolist() == pytest.approx(want.tolist())
+
+
+def test_a_conversion_to_its_own_type_survives_the_round_trip(tmp_path):
+    from fit.predict import predict_frame
+    from fit.traces import read_trace
+
+    out = sweep(expand({"ops": ["TCVT"], "dtypes": ["f32"], "dst_dtypes": ["f32", "f16"], "archs": ["a5"],
+                        "rows": "4", "cols": "64"}))
+    path = tmp_path / "c.csv"
+    out.to_csv(path, index=False)
+    got = predict_frame(read_trace(path))
+    assert out["cycles"].notna().all() and got["predicted_cycles"].to_numpy() == pytest.approx(out["cycles"].to_numpy())
 
 
 def test_sweep_passes_the_a5_parameters():

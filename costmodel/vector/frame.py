@@ -21,6 +21,7 @@ def check_frame(frame) -> None:
     numbers in its shape columns."""
 
     from ..errors import PtoCostError
+    from ..flags import shown
 
     if not isinstance(frame, pd.DataFrame):
         raise PtoCostError(f"a sweep takes a pandas DataFrame of requests, got {type(frame).__name__}")
@@ -29,7 +30,7 @@ def check_frame(frame) -> None:
         raise PtoCostError(f"the sweep frame lacks column(s) {', '.join(missing)}; it needs {', '.join(REQUIRED_COLUMNS)} "
                            "(optional: arch, dst_dtype, valid_rows, valid_cols, strategy, op parameters)")
     for col in ("rows", "cols", "valid_rows", "valid_cols"):
-        if col not in frame or pd.api.types.is_integer_dtype(frame[col]):
+        if col not in frame or (pd.api.types.is_integer_dtype(frame[col]) and not frame[col].hasnans):
             continue
         values = pd.to_numeric(frame[col], errors="coerce")
         fractional = values.notna() & (values != values.round())
@@ -38,7 +39,16 @@ def check_frame(frame) -> None:
         bad = fractional | not_a_number
         if bad.any():
             at = int(np.flatnonzero(bad.to_numpy())[0])
-            raise PtoCostError(f"sweep frame column {col}: {frame[col].iloc[at]!r} (row {at}) is not a whole number")
+            raise PtoCostError(f"sweep frame column {col}: {shown(frame[col].iloc[at])} (row {at}) is not a whole number")
+
+
+def _holds_na(col: pd.Series) -> bool:
+    """Whether a column holds pandas' NA (not NaN or None, which compare and hash as the sweep expects)."""
+    if isinstance(col.dtype, pd.CategoricalDtype) or not col.hasnans:
+        return False
+    if isinstance(col.dtype, pd.api.extensions.ExtensionDtype) and not isinstance(col.dtype, pd.StringDtype):
+        return True  # Int64, boolean, Float64: their gaps are NA
+    return any(v is pd.NA for v in col[col.isna()])
 
 
 class Frame:
@@ -55,11 +65,9 @@ class Frame:
         self.order = list(frame.columns)
         self.const: dict[str, Any] = {}
         df = self.df
-        for col in df.columns:  # nullable columns (Int64, boolean: a typed file with gaps) hold pandas' NA, which
-            dt = df[col].dtype  # cannot be compared or hashed like a value; as objects with None they can
-            if isinstance(dt, pd.api.extensions.ExtensionDtype) and not isinstance(dt, (pd.CategoricalDtype, pd.StringDtype)) \
-                    and df[col].hasnans and col not in ("rows", "cols"):
-                df[col] = df[col].astype(object).where(df[col].notna(), None)
+        for col in df.columns:  # pandas' NA (nullable Int64/boolean/string columns with gaps, or an object column
+            if col not in ("rows", "cols") and _holds_na(df[col]):  # holding it) cannot be compared or hashed like
+                df[col] = df[col].astype(object).where(df[col].notna(), None)  # a value; None can
         if "strategy" not in df:
             self._add("strategy", "default")
         for col, src in (("valid_rows", "rows"), ("valid_cols", "cols")):
@@ -73,7 +81,7 @@ class Frame:
         if "dst_dtype" not in df:
             self._add("dst_dtype", "")
         elif df["dst_dtype"].hasnans or df["dst_dtype"].dtype == object:
-            df["dst_dtype"] = df["dst_dtype"].fillna("").astype(str)
+            df["dst_dtype"] = df["dst_dtype"].astype(object).fillna("").astype(str)
         if "arch" not in df:
             self._add("arch", "a2a3")
         if "static_valid" not in df:
