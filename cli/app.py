@@ -516,8 +516,13 @@ def _load_spec(path: str) -> dict:
     p = Path(path)
     if not p.exists():
         raise PtoCostError(f"sweep spec {path} does not exist")
-    text = p.read_text()
     suffix = p.suffix.lower()
+    if suffix not in (".json", ".toml", ".yaml", ".yml"):
+        raise PtoCostError(f"sweep spec {path}: unknown format {suffix!r}; accepted: .yaml .yml .toml .json")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PtoCostError(f"sweep spec {path}: cannot be read as text ({type(exc).__name__})") from None
     try:
         if suffix == ".json":
             spec = json.loads(text)
@@ -525,14 +530,12 @@ def _load_spec(path: str) -> dict:
             import tomllib
 
             spec = tomllib.loads(text)
-        elif suffix in (".yaml", ".yml"):
+        else:
             try:
                 import yaml
             except ImportError:
                 raise PtoCostError("YAML specs need PyYAML (pip install pyyaml); TOML and JSON work without it") from None
             spec = yaml.safe_load(text)
-        else:
-            raise PtoCostError(f"sweep spec {path}: unknown format {suffix!r}; accepted: .yaml .yml .toml .json")
     except PtoCostError:
         raise
     except Exception as exc:

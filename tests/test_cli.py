@@ -197,6 +197,15 @@ def test_plan_listing_and_verify_all():
     assert r.returncode == 0 and r.stdout.count(": yes") >= 2
 
 
+def test_a_sweep_spec_that_is_not_text_is_one_line_exit_2(tmp_path):
+    spec = tmp_path / "s.json"
+    spec.write_bytes(b"\x89PNG\xb6\xff")
+    (tmp_path / "d.json").mkdir()
+    for path in (spec, tmp_path / "d.json"):
+        r = run("sweep", str(path), "-o", str(tmp_path / "x.csv"))
+        assert r.returncode == 2 and "cannot be read as text" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_piped_tables_carry_no_padding():
     for args in (("estimate", "TMINS", "--shape", "64x64", "--dtype", "f16"),
                  ("compare", "TMINS", "--shape", "64x64", "--dtype", "f16")):

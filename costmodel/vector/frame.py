@@ -44,11 +44,16 @@ def check_frame(frame) -> None:
 
 def _holds_na(col: pd.Series) -> bool:
     """Whether a column holds pandas' NA (not NaN or None, which compare and hash as the sweep expects)."""
-    if isinstance(col.dtype, pd.CategoricalDtype) or not col.hasnans:
+    dt = col.dtype
+    if isinstance(dt, pd.CategoricalDtype) or not col.hasnans:
         return False
-    if isinstance(col.dtype, pd.api.extensions.ExtensionDtype) and not isinstance(col.dtype, pd.StringDtype):
+    if isinstance(dt, pd.StringDtype):
+        return dt.na_value is pd.NA
+    if isinstance(dt, pd.api.extensions.ExtensionDtype):
         return True  # Int64, boolean, Float64: their gaps are NA
-    return any(v is pd.NA for v in col[col.isna()])
+    if dt != object:
+        return False  # numpy columns hold NaN, never NA
+    return any(v is pd.NA for v in pd.unique(col.to_numpy()[col.isna().to_numpy()]))  # each distinct gap once
 
 
 class Frame:
