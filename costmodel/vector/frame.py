@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 SHAPE_COLUMNS = ("rows", "cols", "valid_rows", "valid_cols")
 
@@ -19,6 +18,7 @@ REQUIRED_COLUMNS = ("op", "dtype", "rows", "cols")
 def check_frame(frame) -> None:
     """Raise PtoCostError (one line) unless `frame` is a DataFrame with the request columns a sweep needs and whole
     numbers in its shape columns."""
+    import pandas as pd
 
     from ..errors import PtoCostError
     from ..flags import shown
@@ -42,8 +42,10 @@ def check_frame(frame) -> None:
             raise PtoCostError(f"sweep frame column {col}: {shown(frame[col].iloc[at])} (row {at}) is not a whole number")
 
 
-def _holds_na(col: pd.Series) -> bool:
+def _holds_na(col) -> bool:
     """Whether a column holds pandas' NA (not NaN or None, which compare and hash as the sweep expects)."""
+    import pandas as pd
+
     dt = col.dtype
     if isinstance(dt, pd.CategoricalDtype) or not col.hasnans:
         return False
@@ -112,6 +114,7 @@ def _key(v):
 
 def runs(col) -> tuple[np.ndarray, list] | None:
     """(start of each run of equal values, the run's value) when a column comes in few runs, else None."""
+    import pandas as pd
 
     n = len(col)
     limit = max(64, n // 32)
@@ -152,6 +155,7 @@ def runs(col) -> tuple[np.ndarray, list] | None:
 
 def _codes(col) -> np.ndarray:
     """Integer codes of a column's values (missing values -> -1)."""
+    import pandas as pd
 
     if isinstance(col.dtype, pd.CategoricalDtype):
         return col.cat.codes.to_numpy(np.int64)
@@ -214,6 +218,7 @@ def _groups_by_codes(f, cols: list[str]):
 
 def asked(f) -> tuple[np.ndarray, list[str]]:
     """(code per row, the distinct `strategy` values), missing and empty values read as `default`."""
+    import pandas as pd
 
     if "strategy" in f.const:
         return np.zeros(f.n, dtype=np.int64), ["default"]
