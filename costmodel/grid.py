@@ -65,6 +65,7 @@ def expand(spec: dict[str, Any]):
     rows = parse_range(spec["rows"], "rows")
     cols = parse_range(spec["cols"], "cols")
     _check_names(ops, dtypes + [d for d in dst if d], archs)
+    ops, dtypes, dst, archs = _distinct(ops, dtypes, dst, archs)
     valid = {key: _valid_count(spec.get(key), key) for key in ("valid_rows", "valid_cols")}
     fixed, swept = _params(spec.get("params"))
     combos = list(itertools.product(ops, dtypes, dst, archs, strategies))
@@ -131,6 +132,23 @@ def _valid_count(value: Any, what: str) -> int | None:
     if text.isdigit() and int(text) >= 1:
         return int(text)
     raise PtoCostError(f"malformed {what} {value!r}: expected a count >= 1 (every point) or `full` (the whole tile)")
+
+
+def _distinct(ops: list, dtypes: list, dst: list, archs: list) -> tuple[list, list, list, list]:
+    """Return the lists without second spellings of one name (f16 and half, TADD and tadd): each point once, under
+    the first spelling given."""
+    from .arch import check_arch
+    from .catalog import instruction
+    from .dtypes import dtype
+
+    def first(names: list, canon) -> list:
+        seen: dict = {}
+        for n in names:
+            seen.setdefault(canon(n) if n else "", n)
+        return list(seen.values())
+
+    return (first(ops, lambda n: instruction(n).name), first(dtypes, lambda n: dtype(n).name),
+            first(dst, lambda n: dtype(n).name), first(archs, check_arch))
 
 
 def _check_names(ops: list, dtypes: list, archs: list) -> None:

@@ -201,6 +201,12 @@ def test_sweep_prices_a5_conversions_in_closed_form_like_single_estimates(monkey
             assert (r.strategy, r.model) == (one.strategy, one.model) and r.cycles == pytest.approx(one.cycles), r
 
 
+def test_a_grid_names_each_point_once():
+    grid = expand({"ops": ["TADD", "tadd"], "dtypes": ["f16", "half", "f32"], "archs": ["a2a3", "A2A3"],
+                   "rows": "4", "cols": "64"})
+    assert grid[["op", "dtype", "arch"]].values.tolist() == [["TADD", "f16", "a2a3"], ["TADD", "f32", "a2a3"]]
+
+
 def test_list_valued_params_are_grid_dimensions():
     grid = expand({"ops": ["TCVT"], "dtypes": ["f16"], "dst_dtypes": ["i8"], "rows": "4", "cols": "64:128:64",
                    "params": {"saturation": ["on", "off"], "round_mode": "rint"}})
