@@ -365,6 +365,7 @@ def plot(
 
     The request and op-parameter options are those of `estimate`."""
     from costmodel.api import resolve_arch
+    from costmodel.dtypes import dtype as as_dtype
     from costmodel.errors import PtoCostError
     from costmodel.grid import expand
     from costmodel.sweep import sweep
@@ -376,11 +377,9 @@ def plot(
     check_figure_path(output)
     if csv:
         check_table_path(csv)
-    from costmodel.dtypes import dtype as as_dtype
-
     arch_name, _ = resolve_arch(arch)
     params = _kwargs(req)
-    names = list(dict.fromkeys(as_dtype(d.strip()).name for d in dtype.split(",") if d.strip()))  # f16,half: one
+    names = [as_dtype(d.strip()).name for d in dtype.split(",") if d.strip()]  # canonical (the grid names each once)
     if not names:
         raise PtoCostError(f"--dtype {dtype!r} names no element type; give one or a comma list, e.g. f16,f32")
     dtype = ",".join(names)
@@ -403,8 +402,8 @@ def plot(
         df = sweep(grid, model=model, progress=tick)
     if df["cycles"].isna().all():
         raise PtoCostError(f"no point of the grid could be modelled: {df['note'].iloc[0]}")
-    shown = {**({"valid_rows": valid_rows} if valid_rows else {}), **({"valid_cols": valid_cols} if valid_cols else {}),
-             **params}
+    fixed_valid = {k: v for k, v in (("valid_rows", valid_rows), ("valid_cols", valid_cols)) if v}
+    shown = {**fixed_valid, **params}
     conversion = f" {dtype} -> {dst}" if dst else ""
     title = (f"{df['op'].iloc[0]}{conversion} on {arch_name} — model "
              f"{df['model'].replace('', None).dropna().iloc[0]}"
@@ -415,8 +414,7 @@ def plot(
         x = "cols" if grid["cols"].nunique() > 1 or grid["rows"].nunique() == 1 else "rows"
         fixed = "rows" if x == "cols" else "cols"
         series = [c for c, multi in (("dtype", df["dtype"].nunique() > 1), ("strategy", strategy == "all")) if multi] or ["strategy"]
-        overlay = _measured_points(measured, df, x, fixed, dst, {**params, "valid_rows": valid_rows,
-                                                                 "valid_cols": valid_cols}) if measured else None
+        overlay = _measured_points(measured, df, x, fixed, dst, {**params, **fixed_valid}) if measured else None
         fig = curves_figure(df, x, series, title=f"{title}, {fixed} = {df[fixed].iloc[0]}", measured=overlay)
     save_figure(fig, output)
     if csv:

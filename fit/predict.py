@@ -42,7 +42,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
         key = tuple(sorted((k, str(v)) for k, v in kw.items()))
         if key not in cache:
             try:
-                req, how = trace_request(row)
+                req, how = trace_request(row, kw)
                 strategy = lower.resolve_strategy(req)[0]
                 plan = lower.lower(req, strategy)
                 m = models.get(req.arch)

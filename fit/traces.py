@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from costmodel.errors import TraceError
-from costmodel.flags import FLAG_PARAMS, flag, truthy
+from costmodel.flags import FLAG_PARAMS, flag
 from costmodel.operands import VF_IMPL_KINDS, count  # VF_IMPL_KINDS: costmodel.md §3 step 5 (enum values 0..4)
 
 REQUIRED = ("arch", "op", "dtype", "rows", "cols")
@@ -249,21 +249,21 @@ _NO_CATALOGUE = {  # measured ops that are not PTO catalogue instructions
 }
 
 
-def trace_request(row: Any) -> tuple[Any, str]:
+def trace_request(row: Any, kw: dict[str, Any] | None = None) -> tuple[Any, str]:
     """Return (request, note) of one trace row. A measured row whose operand tiles cannot sit side by side in the
     unified buffer must have run in place: it is modelled with dst overwriting the first source, and the note says
-    so (a row without measured cycles is not: it fails like `estimate`). Raises PtoCostError for a row that cannot
-    be modelled."""
+    so (a row without measured cycles is not: it fails like `estimate`). `kw` is the row's `request_kwargs` where the
+    caller has them. Raises PtoCostError for a row that cannot be modelled."""
     from costmodel.arch import constants
     from costmodel.errors import PtoCostError
     from costmodel.lower.alloc import alias_source, ub_need
     from costmodel.operands import make_request
 
-    kw = request_kwargs(row)
+    kw = request_kwargs(row) if kw is None else kw
     req = make_request(**kw)
     need, limit = ub_need(req.arch, list(req.tiles)), constants(req.arch).ub_bytes
     measured = cell_text(row.get("measured_cycles", "")) != ""
-    if need <= limit or truthy(kw.get("in_place", False)) or not measured:  # an unmeasured case is what it says
+    if need <= limit or kw.get("in_place") or not measured:  # kw holds flags as bools  # an unmeasured case is what it says
         return req, ""
     try:
         alias = alias_source(list(req.tiles))
