@@ -5,11 +5,32 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from .options import request_options
 
+
+class _HelpFlag:
+    """Shows -h/--help as the flag it is, without typer's `<bool>` type column."""
+
+    def get_help_option(self, ctx):
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class _Command(_HelpFlag, TyperCommand):
+    pass
+
+
+class _Group(_HelpFlag, TyperGroup):
+    pass
+
+
 app = typer.Typer(
     name="pto-cost",
+    cls=_Group,
     help="Cycle estimates, plans and emulator checks for PTO tile instructions on Ascend A2/A3 and A5.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -27,7 +48,7 @@ def _kwargs(req: dict) -> dict:
     return {k: v for k, v in req.items() if v is not None}
 
 
-@app.command()
+@app.command(cls=_Command)
 @request_options
 def estimate(
     op: Annotated[str, typer.Argument(help="Instruction, e.g. TMINS, TADD, TPARTMAX, BlockReduceMin.")],
@@ -50,7 +71,7 @@ def estimate(
         render.estimate_text(e)
 
 
-@app.command()
+@app.command(cls=_Command)
 @request_options
 def compare(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
@@ -108,7 +129,7 @@ def compare(
             render.compare_text(ests)
 
 
-@app.command()
+@app.command(cls=_Command)
 @request_options
 def plan(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
@@ -165,7 +186,7 @@ def plan(
         sys.stdout.write(result.bottleneck_view().to_text() + "\n")
 
 
-@app.command()
+@app.command(cls=_Command)
 @request_options
 def verify(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
@@ -204,7 +225,7 @@ def verify(
         raise typer.Exit(1)
 
 
-@app.command()
+@app.command(cls=_Command)
 def ops(
     arch: Annotated[Optional[str], typer.Option("--arch", "-a", help="Only instructions available on this arch (a2a3, a5).")] = None,
     family: Annotated[Optional[str], typer.Option("--family", "-f", help="Only this family (e.g. binary_scalar, partial).")] = None,
@@ -283,7 +304,7 @@ def _a5_priced_by(ins) -> str:
     return e.params_from if e.params_from in ("family", "body") else e.model
 
 
-@app.command()
+@app.command(cls=_Command)
 def predict(
     cases: Annotated[str, typer.Argument(help="Trace-shaped CSV or Parquet (arch, op, dtype, rows, cols, ...).")],
     output: Annotated[str, typer.Option("--output", "-o", help="Where to write the rows with predictions (.csv or .parquet).")],
@@ -307,7 +328,7 @@ def predict(
                                       + (f", {len(df) - n_ok} with a reason in `note`" if n_ok < len(df) else "")))
 
 
-@app.command()
+@app.command(cls=_Command)
 def validate(
     measured: Annotated[str, typer.Argument(help="Measured trace (CSV or Parquet) with measured_cycles.")],
     model: ModelOpt = "auto",
@@ -344,7 +365,7 @@ def validate(
         render.validation_text(rep, measured)
 
 
-@app.command()
+@app.command(cls=_Command)
 @request_options(exclude=("shape", "dtype", "valid", "arch"))
 def plot(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
@@ -469,7 +490,7 @@ def _measured_points(path: str, df, x: str, fixed: str, dst: str | None, params:
     return good.assign(**{x: good[at[x]]})
 
 
-@app.command("fit")
+@app.command("fit", cls=_Command)
 def fit_cmd(
     traces: Annotated[list[str], typer.Argument(help="Measured traces (CSV or Parquet), e.g. ../shared/measured/*.csv.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write: fitted rows merged into the file, or into the table in use when it does not exist yet (use it with PTO_COST_PARAMS=PATH).")] = "data/formula_params.csv",
@@ -543,7 +564,7 @@ def _load_spec(path: str) -> dict:
     return spec
 
 
-@app.command("sweep")
+@app.command("sweep", cls=_Command)
 def sweep_cmd(
     spec: Annotated[str, typer.Argument(help="Grid spec (.yaml needs pto-cost\\[yaml], .toml, .json): ops, rows, cols (a number or a range like 16:512:16) and optionally dtypes, dst_dtypes (TCVT targets), archs, strategies (default, all or a name), valid_rows, valid_cols (a count or full), params (op parameters named like the options, with underscores: src1_valid, e.g. {saturation: \\[on, off]}: a list is a grid dimension), model.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Result file (.csv or .parquet).")],
