@@ -81,9 +81,9 @@ def compare(
     json_out: JsonOpt = False,
     req: dict = None,
 ) -> None:
-    """Cost every legal emission strategy of one request; mark the default and the fastest (with its saving)."""
+    """Cost every legal emission strategy of one request, fastest first; mark the default and the fastest."""
     import costmodel
-    from costmodel.api import default_and_fastest
+    from costmodel.api import default_and_fastest, ranked
     from costmodel.arch import check_arch
     from costmodel.errors import PtoCostError
 
@@ -115,7 +115,7 @@ def compare(
         docs.append({"op": ests[0].op, "arch": ests[0].arch, "model": ests[0].model, "default": default.strategy,
                      "fastest": fastest.strategy,
                      "fastest_saving_pct": (1 - best / default.cycles) * 100 if default.cycles else 0.0,
-                     "strategies": [dict(e.to_dict(), default=e is default, fastest=e is fastest) for e in ests]})
+                     "strategies": [dict(e.to_dict(), default=e is default, fastest=e is fastest) for e in ranked(ests)]})
         tables.append((a, ests))
     if across and all(isinstance(t, str) for _, t in tables):
         raise PtoCostError("; ".join(f"{a}: {t}" for a, t in tables))

@@ -133,17 +133,18 @@ def tiles_text(req, collapse: bool = True) -> str:
 
 
 def compare_text(ests) -> None:
-    """Print one row per strategy with cycles, breakdown and verified; mark the fastest and the default."""
+    """Print one row per strategy, fastest first, with cycles, breakdown and verified; mark the fastest and the
+    default."""
     from rich.table import Table
 
-    from costmodel.api import default_and_fastest
+    from costmodel.api import default_and_fastest, ranked
 
     default, fastest = default_and_fastest(ests)
     e0 = ests[0]
     t = Table(title=plain(f"{e0.op} on {e0.arch} — {tiles_text(e0.request)} — model {e0.model}"))
     for col in ("strategy", "cycles", "vs default", "breakdown", "verified"):
         t.add_column(col, justify="right" if col in ("cycles", "vs default") else "left")
-    for e in ests:
+    for e in ranked(ests):
         tags = []
         if e is default:
             tags.append("default")

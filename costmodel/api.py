@@ -70,7 +70,7 @@ def estimate(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = 
 
 def compare_estimates(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = None, model: str = "auto",
                       verify: bool = True, **params: Any) -> list[Estimate]:
-    """Return one Estimate per legal strategy, the default first."""
+    """Return one Estimate per legal strategy, the default first (`ranked` orders them fastest first)."""
     arch, src = resolve_arch(arch)
     req = make_request(op, shape, dtype, arch=arch, **params)
     default = _lower.resolve_strategy(req)[0]
@@ -109,6 +109,12 @@ def default_and_fastest(ests: list[Estimate]) -> tuple[Estimate, Estimate]:
     default = next((e for e in ests if e.strategy_source == "default"), ests[0])
     best = min(e.cycles for e in ests)
     return default, default if default.cycles == best else next(e for e in ests if e.cycles == best)
+
+
+def ranked(ests: list[Estimate]) -> list[Estimate]:
+    """Return the estimates fastest first (the default before others it ties, as `default_and_fastest` prefers it)."""
+    default = default_and_fastest(ests)[0]
+    return sorted(ests, key=lambda e: (e.cycles, e is not default))
 
 
 def best_strategy(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = None, model: str = "auto",

@@ -1,5 +1,6 @@
 """End-to-end CLI behaviour through the installed entry point's main()."""
 import json
+import re
 import subprocess
 import sys
 
@@ -188,6 +189,18 @@ def test_compare_marks_default_and_fastest():
     assert all(s["verified"] == "yes" for s in doc["strategies"])
     fastest = min(doc["strategies"], key=lambda s: s["cycles"])
     assert doc["fastest"] == fastest["strategy"]
+
+
+def test_compare_lists_strategies_fastest_first_the_default_first_among_ties():
+    for args in (("--dtype", "f16", "--arch", "a5"), ("--dtype", "f32")):
+        doc = json.loads(run("compare", "TMINS", "--shape", "64x64", *args, "--no-verify", "--json").stdout)
+        cycles = [s["cycles"] for s in doc["strategies"]]
+        assert len(cycles) > 1 and cycles == sorted(cycles)
+        assert doc["strategies"][0]["strategy"] == doc["fastest"]
+        table = run("compare", "TMINS", "--shape", "64x64", *args, "--no-verify", env={"COLUMNS": "200"}).stdout
+        order = [s["strategy"] for s in doc["strategies"]]
+        at = [re.search(rf"│ {re.escape(name)}[ │]", table).start() for name in order]
+        assert at == sorted(at)  # the table lists them in the same order
 
 
 def test_plan_listing_and_verify_all():
