@@ -132,6 +132,11 @@ def tiles_text(req, collapse: bool = True) -> str:
     return "; ".join(f"{k} {tile.describe()}" for k, tile in tiles)
 
 
+def counted(n: int, noun: str) -> str:
+    """Return `1 request`, `2 requests`."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def compare_text(ests) -> None:
     """Print one row per strategy, fastest first, with cycles, breakdown and verified; mark the fastest and the
     default."""
@@ -185,7 +190,7 @@ def validation_text(rep, name: str) -> None:
             con.print("priced by: " + ", ".join(f"{m} {n}" for m, n in used.items()))
         c = o.get("strategies") or {}
         if c.get("requests"):
-            con.print(f"strategies measured on one request ({c['requests']} requests, {c['pairs']} pairs): order tau "
+            con.print(f"strategies measured on one request ({counted(c['requests'], 'request')}, {counted(c['pairs'], 'pair')}): order tau "
                       f"{c['order_tau']:.3f}; the predicted fastest is a measured fastest in {c['picked_fastest']:.0f} % "
                       f"of them, and costs {c['regret_mean']:.2f} % more than the measured fastest on average "
                       f"(p95 {c['regret_p95']:.2f} %, worst {c['regret_max']:.2f} %)")

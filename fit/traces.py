@@ -198,14 +198,11 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
         v = verdicts.get((arch, op, dt, dst))
         if v:
             problems.append(Problem(int(line), v[0], v[1]))
-    key = [c for c in (*KEY, *param_columns()) if c in df.columns]
-    cells = df[key].apply(lambda col: col.map(cell_text))  # hashable and spelled alike (a Parquet cell may be a list)
     clean = ~df["line"].isin({p.line for p in problems})
-    dup = cells.duplicated(keep=False) & clean
-    dup &= cells[clean].duplicated(keep=False).reindex(df.index, fill_value=False)
-    if dup.any() and "measured_cycles" in df:
-        groups = df.loc[dup, "measured_cycles"].groupby([cells.loc[dup, c] for c in key], sort=False)
-        for _, g in groups:
+    if "measured_cycles" in df:
+        measured = clean & df["measured_cycles"].notna()
+        keys = _measured_keys(df[measured])
+        for _, g in df.loc[measured, "measured_cycles"].groupby(keys, sort=False):
             if g.nunique() > 1:
                 lines = ", ".join(str(int(x)) for x in df.loc[g.index, "line"])
                 msg = f"conflicting duplicates (lines {lines}) measured {', '.join(f'{v:g}' for v in g)}"
@@ -215,6 +212,25 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
     for col in ("rows", "cols", "valid_rows", "valid_cols"):
         good[col] = good[col].astype(int)
     return good, sorted(problems, key=lambda p: (p.line, p.column not in ("op", "arch")))
+
+
+def _measured_keys(df: pd.DataFrame) -> pd.Series:
+    """Return a label per row that two rows share when they measure the same thing: the request each builds (so
+    `ON` and `on`, `fp32` and `float32`, `CAST_RINT` and `rint` agree), or, for a row no request can be built from,
+    its key columns as text."""
+    from costmodel.errors import PtoCostError
+
+    key = [c for c in (*KEY, *param_columns()) if c in df.columns]
+    cells = df[key].apply(lambda col: col.map(cell_text)).agg("\x1f".join, axis=1)  # a Parquet cell may be a list
+    first = ~cells.duplicated()
+    label: dict[str, Any] = {}
+    for text, row in zip(cells[first], df.loc[first].to_dict("records")):  # one request per distinct spelling
+        try:
+            label[text] = trace_request(row)[0]
+        except (PtoCostError, ValueError):
+            label[text] = text
+    ids = {k: i for i, k in enumerate(dict.fromkeys(label.values()))}
+    return cells.map(lambda t: ids[label[t]])
 
 
 CV_GROUPINGS = ("shape", "measurement")

@@ -47,6 +47,18 @@ def test_conflicting_duplicates_flagged_but_identical_ones_kept(tmp_path):
     assert [p.line for p in problems] == [4, 5] and all("conflicting duplicates (lines 4, 5)" in p.message for p in problems)
 
 
+def test_duplicates_are_the_same_request_however_spelled(tmp_path):
+    header = "arch,op,dtype,dst_dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,round_mode,saturation_mode,measured_cycles\n"
+    p = write(tmp_path, "a5,TCVT,fp32,fp16,1,64,1,64,VFIMPL_1D_NO_POST_UPDATE,CAST_RINT,ON,53\n"   # 2
+                        "A5,tcvt,float32,half,1,64,1,64,vfimpl_1d_no_post_update,rint,on,60\n"   # 3 the same, spelled apart
+                        "a5,TCVT,fp32,fp16,1,64,1,64,VFIMPL_1D_NO_POST_UPDATE,CAST_TRUNC,ON,61\n"  # 4 another round mode
+                        "a5,TMINS,fp32,,1,64,1,64,VFIMPL_1D_POST_UPDATE,,,58\n"                 # 5
+                        "a5,TMINS,f32,,1,64,1,64,VFIMPL_1D_NO_POST_UPDATE,,,50\n", header)      # 6 another loop form
+    good, problems = check_trace(read_trace(p))
+    assert list(good["line"]) == [4, 5, 6]
+    assert [p.line for p in problems] == [2, 3] and all("conflicting duplicates (lines 2, 3)" in p.message for p in problems)
+
+
 def test_missing_columns_and_unreadable_files(tmp_path):
     with pytest.raises(TraceError, match="missing column"):
         read_trace(write(tmp_path, "TMINS,f16\n", header="op,dtype\n"))
