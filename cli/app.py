@@ -175,15 +175,15 @@ def plan(
             doc["timeline"] = tl.to_dict()
         render.emit_json(doc)
         return
-    sys.stdout.write(p.listing() + "\n")
+    render.write(p.listing() + "\n")
     if timeline:
         note = " (trips of shape loops clipped to 4 for the timeline)" if result.extrapolated or any(
             n > 4 for n in result.template.trips) else ""
         e = costmodel.estimate(op, shape, dtype, arch, strategy=p.strategy, verify=False, **kw)
-        sys.stdout.write(f"\n; pipeline simulation: {result.cycles:.2f} cycles{note}; `estimate` (model {e.model}) "
-                         f"gives {e.cycles:.2f}\n")
-        sys.stdout.write(tl.to_text() + "\n")
-        sys.stdout.write(result.bottleneck_view().to_text() + "\n")
+        render.write(f"\n; pipeline simulation: {result.cycles:.2f} cycles{note}; `estimate` (model {e.model}) "
+                     f"gives {e.cycles:.2f}\n")
+        render.write(tl.to_text() + "\n")
+        render.write(result.bottleneck_view().to_text() + "\n")
 
 
 @app.command(cls=_Command)

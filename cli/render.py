@@ -14,32 +14,58 @@ def console(stderr: bool = False):
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    file = stream if stream.isatty() else _TrimmedLines(stream)
+    encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
+    file = stream if stream.isatty() and encoding.startswith("utf") else _TrimmedLines(stream)
     return Console(file=file, stderr=stderr, highlight=False, soft_wrap=True)
 
 
+# what a stream that cannot encode them (PYTHONIOENCODING=ascii, a latin-1 terminal) gets instead; rich draws its own
+# boxes in ASCII there, but titles, notes and its ellipsis carry these
+_PLAIN = str.maketrans({"—": "-", "–": "-", "…": "...", "→": "->", "←": "<-", "±": "+/-", "§": "S", "≤": "<=",
+                        "≥": ">=", "×": "x", "·": "*", "≈": "~", "µ": "u", "’": "'", "“": '"', "”": '"'})
+
+
 class _TrimmedLines:
-    """A text stream that writes each line without its trailing spaces (rich pads table cells to the column width);
-    everything else (encoding, isatty, fileno) is the wrapped stream's."""
+    """A text stream that writes each line without its trailing spaces (rich pads table cells to the column width) and
+    in characters the wrapped stream can encode (`_PLAIN`, else `?`); everything else (encoding, isatty, fileno) is
+    the wrapped stream's."""
 
     def __init__(self, stream):
         self.stream = stream
         self.pending = ""
+        self.trim = not stream.isatty()
+
+    def _encodable(self, text: str) -> str:
+        encoding = getattr(self.stream, "encoding", None) or "utf-8"
+        try:
+            text.encode(encoding)
+            return text
+        except UnicodeEncodeError:
+            return text.translate(_PLAIN).encode(encoding, "replace").decode(encoding)
+        except LookupError:  # an encoding Python does not know: leave the stream to it
+            return text
 
     def write(self, text: str) -> int:
         *lines, self.pending = (self.pending + text).split("\n")
         if lines:
-            self.stream.write("".join(line.rstrip(" ") + "\n" for line in lines))
+            self.stream.write(self._encodable("".join((line.rstrip(" ") if self.trim else line) + "\n" for line in lines)))
         return len(text)
 
     def flush(self) -> None:
         if self.pending:
-            self.stream.write(self.pending)
+            self.stream.write(self._encodable(self.pending))
             self.pending = ""
         self.stream.flush()
 
     def __getattr__(self, name: str):
         return getattr(self.stream, name)
+
+
+def write(text: str) -> None:
+    """Write plain text to stdout, in characters it can encode (as `console` does)."""
+    out = _TrimmedLines(sys.stdout)
+    out.write(text)
+    out.flush()
 
 
 def plain(value: Any) -> str:

@@ -22,6 +22,21 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=ROOT, env=full_env, timeout=120)
 
 
+@pytest.mark.parametrize("args", [
+    ("estimate", "TMINS", "--shape", "16x200", "--valid", "16x190", "--dtype", "f32", "--arch", "a5"),
+    ("compare", "TMINS", "--shape", "64x64", "--dtype", "f16"),
+    ("ops",),
+    ("verify", "TMINS", "--shape", "64x64", "--strategy", "all"),
+    ("plan", "TMINS", "--shape", "16x192", "--dtype", "f32", "--arch", "a5", "--timeline"),
+])
+def test_output_to_a_stream_that_cannot_encode_unicode_is_spelled_in_ascii(args):
+    """A terminal or pipe in ASCII (PYTHONIOENCODING=ascii) gets ASCII stand-ins for dashes, arrows and sections."""
+    r = run(*args, env={"PYTHONIOENCODING": "ascii", "COLUMNS": "100"})
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-500:]
+    assert r.stdout.isascii() and len(r.stdout.splitlines()) > 3
+    assert "?" not in r.stdout  # stand-ins, not the encoder's replacement marks
+
+
 def test_readme_command_prints_every_field():
     r = run("estimate", "TMINS", "--shape", "64x64", "--dtype", "f16")
     assert r.returncode == 0, r.stderr
