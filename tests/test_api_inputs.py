@@ -127,6 +127,12 @@ def test_sweep_frames_with_pandas_nullable_columns():
     plain = costmodel.sweep(frame.astype({"saturation": object}))["cycles"].to_numpy()
     assert np.isfinite(plain).all()
     assert costmodel.sweep(frame.convert_dtypes())["cycles"].to_numpy() == pytest.approx(plain)
+    typed = frame.assign(tag=pd.array([1, None] * n, dtype="Int64"), static_valid=pd.array([True, None] * n, dtype="boolean"))
+    out = costmodel.sweep(typed.convert_dtypes())
+    assert out["cycles"].to_numpy() == pytest.approx(costmodel.sweep(typed.astype(object))["cycles"].to_numpy())
+    # the caller's columns come back in their own types, gaps and all
+    assert str(out["tag"].dtype) == "Int64" and out["tag"].isna().sum() == n
+    assert str(out["static_valid"].dtype) == "boolean" and str(out["saturation"].dtype) == "string"
     with pytest.raises(costmodel.PtoCostError, match="rows: <NA>"):
         costmodel.sweep(pd.DataFrame({"op": ["TADD"], "dtype": ["f16"], "rows": pd.array([None], dtype="Int64"),
                                       "cols": [64]}))

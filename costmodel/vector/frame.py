@@ -71,10 +71,12 @@ class Frame:
         self.n = len(frame)
         self.order = list(frame.columns)
         self.const: dict[str, Any] = {}
+        self.given: dict[str, Any] = {}  # the caller's columns as given, where they are read in another form
         df = self.df
         for col in df.columns:  # pandas' NA (nullable Int64/boolean/string columns with gaps, or an object column
             if col not in ("rows", "cols") and _holds_na(df[col]):  # holding it) cannot be compared or hashed like
-                df[col] = df[col].astype(object).where(df[col].notna(), None)  # a value; None can
+                self.given[col] = df[col]  # a value; None can
+                df[col] = df[col].astype(object).where(df[col].notna(), None)
         if "strategy" not in df:
             self._add("strategy", "default")
         for col, src in (("valid_rows", "rows"), ("valid_cols", "cols")):
@@ -82,12 +84,14 @@ class Frame:
                 df[col] = df[src]
                 self.order.append(col)
             elif df[col].hasnans:
+                self.given.pop(col, None)  # written as filled in
                 df[col] = df[col].fillna(df[src])
             if df[col].dtype != np.int64:
                 df[col] = df[col].astype(np.int64)
         if "dst_dtype" not in df:
             self._add("dst_dtype", "")
         elif df["dst_dtype"].hasnans or df["dst_dtype"].dtype == object:
+            self.given.pop("dst_dtype", None)
             df["dst_dtype"] = df["dst_dtype"].astype(object).fillna("").astype(str)
         if "arch" not in df:
             self._add("arch", "a2a3")

@@ -80,10 +80,9 @@ def assemble(f, r: Results):
         elif c in f.const:
             v = f.const[c]
             cols[c] = pd.Categorical.from_codes(np.zeros(m, dtype=np.int8), [v]) if isinstance(v, str) else np.full(m, v)
-        elif r.take is None:
-            cols[c] = f.df[c].reset_index(drop=True)
         else:
-            cols[c] = f.df[c].take(r.take).reset_index(drop=True)
+            col = f.given.get(c, f.df[c])  # a nullable column with gaps keeps its type
+            cols[c] = (col if r.take is None else col.take(r.take)).reset_index(drop=True)
     cols["cycles"] = r.cycles
     cols["model"] = r.text["model"]
     cols["default"] = r.default
