@@ -250,7 +250,7 @@ def _per_request(values, idx, sh, ask_codes, entries: Entries, models: Models, p
 def _warm_pipeline(plans: list, models: Models) -> None:
     """Batch the pipeline simulations of the A5 plans the model will price by simulation (those its formula part has
     no parameters for)."""
-    from .errors import NotModelledError, PtoCostError
+    from .errors import PtoCostError
     from .isa_a5 import VfProgram
     from .vector.a5 import model_parts
 
@@ -268,10 +268,8 @@ def _warm_pipeline(plans: list, models: Models) -> None:
     for p in a5:
         if formula is not None:
             try:
-                formula.cost(p)
-                continue
-            except NotModelledError:
-                pass
+                if formula.covers(p):
+                    continue
             except PtoCostError:  # priced by no model: the pricing pass reports it
                 continue
         progs += [x for x in p.body if isinstance(x, VfProgram)]

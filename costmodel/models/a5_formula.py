@@ -205,6 +205,10 @@ class A5FormulaModel:
     def __init__(self, table: ParamTable | None = None):
         self.table = table
 
+    def covers(self, plan: Plan) -> bool:
+        """Return whether the table has parameters for the plan (its key, family or body), as `cost` looks them up."""
+        return lookup(self.table or shipped(), key_of(plan.request, plan.strategy), body_signature(plan)) is not None
+
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
         """Return (cycles, breakdown): startup, chunk iterations and row overhead of the binding bound (plus the
         smooth form's overlap of the two bounds)."""
