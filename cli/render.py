@@ -139,12 +139,23 @@ def estimate_text(e) -> None:
     t.add_row("model", plain(e.model))
     t.add_row("cycles", fmt_cycles(e.cycles))
     t.add_row("breakdown", breakdown_text(e.breakdown))
+    for kind, where in e.provenance.items():
+        t.add_row("fitted", plain(provenance_text(kind, where)))
     verified = e.verified_text
     style = {"yes": "green", "no": "red"}.get(verified, "yellow")
     t.add_row("verified", f"[{style}]{verified}[/] ({plain(e.verify_note)})")
     for n in e.notes:
         t.add_row("note", plain(n))
     console().print(t)
+
+
+def provenance_text(kind: str, where: dict) -> str:
+    """Return one line on a model's parameters: kind, file and digest, the rows read, the fit that wrote them."""
+    fit = str(where.get("fitted_from", "")).split(";")[0]
+    n = f", n {where['n_obs']}" if where.get("n_obs") else ""
+    return (f"{kind}: {Path(where.get('table', 'in memory')).name}"
+            + (f" @{where['sha256']}" if where.get("sha256") else "")
+            + (f", {where['rows']}" if where.get("rows") else "") + (f" ({fit}{n})" if fit else ""))
 
 
 def tiles_text(req, collapse: bool = True) -> str:

@@ -57,7 +57,7 @@ def estimate_request(req: Request, *, model: str = "auto", verify: bool = True, 
     src = getattr(m, "source", "")
     notes = p.notes + ((m.source_note,) if getattr(m, "source_note", "") else ())
     return Estimate(req.op, req.arch, strategy, m.name, float(cycles), tuple(breakdown), verified, note, source,
-                    arch_source, p, req, notes, params_from=src)
+                    arch_source, p, req, notes, params_from=src, provenance=dict(getattr(m, "provenance", {})))
 
 
 def estimate(op: str, shape: Any = None, dtype: Any = "f16", arch: str | None = None, strategy: str | None = None,

@@ -80,6 +80,8 @@ class Estimate:
     # parameters not the request's own: "family" (another dtype), "body" (the measured ops whose chunks do the same
     # work), "anchors"
     params_from: str = ""
+    # the parameter tables the model read, per kind ("formula", "pipeline", "anchors"): file, digest, rows, fit
+    provenance: dict = field(default_factory=dict, compare=False)
 
     @property
     def verified_text(self) -> str:
@@ -107,6 +109,8 @@ class Estimate:
         }
         if self.params_from:
             out["params_from"] = self.params_from
+        if self.provenance:
+            out["provenance"] = self.provenance
         if req is not None:
             out["tiles"] = {
                 k: {"shape": [t.rows, t.cols], "valid": [t.valid_rows, t.valid_cols], "dtype": t.dtype.name,

@@ -3,6 +3,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -216,6 +217,32 @@ def test_compare_lists_strategies_fastest_first_the_default_first_among_ties():
         order = [s["strategy"] for s in doc["strategies"]]
         at = [re.search(rf"│ {re.escape(name)}[ │]", table).start() for name in order]
         assert at == sorted(at)  # the table lists them in the same order
+
+
+def test_estimates_name_the_parameter_table_its_digest_and_the_fit_behind_them(tmp_path):
+    import hashlib
+
+    shipped = ROOT / "data" / "formula_params.csv"
+    doc = json.loads(run("estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--arch", "a5", "--json").stdout)
+    got = doc["provenance"]["formula"]
+    assert Path(got["table"]).resolve() == shipped.resolve()
+    assert got["sha256"] == hashlib.sha256(shipped.read_bytes()).hexdigest()[:12]
+    assert got["rows"].split()[:3] == ["op", "TMINS", "f16"] and got["fitted_from"].startswith("fit:")
+    # a user's refit (here: the shipped table with the source of the TMINS f16 rows changed) is named with its digest
+    mine = tmp_path / "mine.csv"
+    lines = shipped.read_text().splitlines()
+    lines = [ln.replace(",fit: ", ",my fit: ") if ",op,TMINS,f16,," in ln else ln for ln in lines]
+    mine.write_text("\n".join(lines) + "\n")
+    doc = json.loads(run("estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--arch", "a5", "--json",
+                         env={"PTO_COST_PARAMS": str(mine)}).stdout)
+    assert doc["provenance"]["formula"]["table"] == str(mine)
+    assert doc["provenance"]["formula"]["fitted_from"].startswith("my fit:")
+    assert doc["provenance"]["formula"]["sha256"] == hashlib.sha256(mine.read_bytes()).hexdigest()[:12] != got["sha256"]
+    a2a3 = run("estimate", "TMINS", "--shape", "64x64", "--dtype", "f16").stdout
+    assert "formula_params.csv @" + got["sha256"] in a2a3 and "vmins" in a2a3.split("fitted", 1)[1]
+    pipe = json.loads(run("estimate", "TADD", "--shape", "64x64", "--dtype", "f32", "--arch", "a5", "-m", "pipeline",
+                          "--json").stdout)["provenance"]
+    assert set(pipe) == {"pipeline"} and Path(pipe["pipeline"]["table"]).name == "a5_pipeline_params.csv"
 
 
 def test_plan_listing_and_verify_all():

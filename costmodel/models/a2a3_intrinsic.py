@@ -9,6 +9,7 @@ their own terms. Because the cost is linear in the parameters, `fit/` can regres
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 
@@ -16,6 +17,7 @@ from ..dtypes import dtype as as_dtype
 from ..isa_a2a3 import (FULL_MASK, Addr, CopyGmToUb, CopyUB, CopyUbToGm, PipeBarrier, ScalarLoop, ScalarMove, SetMaskMode,
                         SetSaturation, SetVectorMask, TransposeMove, VecOp)
 from ..plan import Plan
+from . import provenance
 from .params import ParamTable, shipped
 
 BINARY_ALU = {"vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vand", "vor"}
@@ -130,10 +132,18 @@ def param_value(table: ParamTable, key: str) -> float:
     raise KeyError(f"no a2a3 parameter {term} for {cls}")
 
 
+@functools.lru_cache(maxsize=8)
+def _fits(table: ParamTable) -> str:
+    """The fits that wrote a table's A2/A3 intrinsic rows."""
+    fits = sorted({r.source.split(";")[0] for r in table.rows if r.arch == "a2a3" and r.form == "intrinsic"})
+    return "; ".join(fits[:3]) + (" ..." if len(fits) > 3 else "")
+
+
 class IntrinsicModel:
     """Prices an A2/A3 plan from a parameter table (the shipped one by default)."""
 
     name = "formula"
+    provenance: dict = {}  # the last plan's parameter rows: table file, digest, fit (models/provenance.py)
 
     def __init__(self, table: ParamTable | None = None):
         self.table = table
@@ -142,6 +152,10 @@ class IntrinsicModel:
         """Return (cycles, breakdown) of the plan; the breakdown terms sum to the cycles."""
         table = self.table or shipped()
         terms = dict.fromkeys(TERMS, 0.0)
+        classes = set()
         for key, count in plan_features(plan).items():
             terms[KINDS[split_key(key)[0]][0]] += count * param_value(table, key)
+            classes.add(split_key(key)[1])
+        rows = "intrinsic classes " + " ".join(sorted(c for c in classes if c))
+        self.provenance = {"formula": provenance.table(table.path, rows=rows, fitted_from=_fits(table))}
         return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)

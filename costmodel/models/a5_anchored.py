@@ -20,6 +20,7 @@ from ..errors import PtoCostError
 from ..plan import Plan
 from ..request import Request
 from .a5_formula import A5FormulaModel
+from . import provenance
 from .a5_pipeline import PipelineModel
 from .params import ParamTable, shipped
 
@@ -128,6 +129,14 @@ class AnchoredPipeline:
         cycles = self.pipeline.cycles(plan)
         corr = self._correct(plan)
         return cycles if corr is None else cycles + corr
+
+    @property
+    def provenance(self) -> dict:
+        """The pipeline parameters' provenance, and the formula table's where anchors corrected the last plan."""
+        out = dict(self.pipeline.provenance)
+        if self.anchors:
+            out["anchors"] = provenance.table(self.table.path, rows="the formula rows of " + ", ".join(self.anchors))
+        return out
 
     def _correct(self, plan: Plan) -> float | None:
         """The anchors' correction of the plan (None: no anchor), naming the model and its source accordingly."""

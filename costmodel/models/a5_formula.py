@@ -42,6 +42,7 @@ from ..errors import NotModelledError
 from ..lower.a5.dispatch import select_variant
 from ..plan import Plan
 from ..request import Request
+from . import provenance
 from .a5_features import body_signature, vf_trips
 from .params import ParamTable, shipped
 
@@ -138,6 +139,15 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
     return p, d, src
 
 
+def source_row(table: ParamTable, key: dict[str, str], sig: str, src: str):
+    """Return the per-chunk row (p1) of the parameters `lookup` found for a key from `src` ("key", "family" or
+    "body"): the row whose source, n and error describe them."""
+    types = {"dtype": key["dtype"], "dst_dtype": key["dst_dtype"]}
+    scope, name, fields = {"key": ("op", key["name"], {**types, "op_params": key["op_params"]}),
+                           "family": ("family", family_of(key), {}), "body": ("body", sig, types)}[src]
+    return _exact_row(table, scope, name, "p1", key["strategy"], fields)
+
+
 def _exact_row(table: ParamTable, scope: str, name: str, term: str, strategy: str, fields: dict[str, str]):
     """Return the row of exactly this scope, name, loop form and fields, or None: a wildcard row of another
     scope's shape must not stand in for it (but a body shared across element types is written for dtype '*',
@@ -201,6 +211,7 @@ class A5FormulaModel:
     name = "formula"
     source = ""  # where the last plan's parameters came from when not its own key: "family" or "body"
     source_note = ""  # the same in words, for the estimate's notes
+    provenance: dict = {}  # the last plan's parameter rows: table file, digest, fit (models/provenance.py)
 
     def __init__(self, table: ParamTable | None = None):
         self.table = table
@@ -223,7 +234,13 @@ class A5FormulaModel:
                                    f"{' ' + key['op_params'] if key['op_params'] else ''}; use --model pipeline")
         p, d, src = found
         self.source = "" if src == "key" else src
-        error = held_out_error(self.table or shipped(), key) if src == "key" else None
+        table = self.table or shipped()
+        error = held_out_error(table, key) if src == "key" else None
+        row = source_row(table, key, sig, src)
+        self.provenance = {"formula": provenance.table(
+            table.path, rows=row and " ".join(x for x in (row.scope, row.name, row.dtype, row.dst_dtype, row.strategy,
+                                                          row.op_params) if x),
+            fitted_from=row and row.source, n_obs=row and row.n_obs, cv_mape=row and row.cv_mape)}
         types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
         self.source_note = {"key": "" if error is None else
                                    f"typical error {error[0]:.1f} %: the mean error on {error[1]} measured "

@@ -24,7 +24,8 @@ import numpy as np
 from ..isa_a5 import VfProgram
 from ..plan import Plan
 from .a5_pipeline_engine import Template, Trace, compile_program, simulate
-from .a5_pipeline_uarch import A5Uarch, shipped
+from . import provenance
+from .a5_pipeline_uarch import A5Uarch, fit_summary, path_in_use, shipped
 from .a5_pipeline_views import TERMS, BottleneckView, Timeline, critical_path
 
 SHAPE_ROLES = ("rows", "chunks", "elements")
@@ -111,6 +112,14 @@ class PipelineModel:
     @property
     def ua(self) -> A5Uarch:
         return self.uarch or shipped()
+
+    @property
+    def provenance(self) -> dict:
+        """The parameter file in use, its digest and its fit ({} for parameters given in memory)."""
+        if self.uarch is not None:
+            return {}
+        path = path_in_use()
+        return {"pipeline": provenance.table(path, fitted_from=fit_summary(path))}
 
     def template(self, program: VfProgram) -> Template:
         key = id(program)

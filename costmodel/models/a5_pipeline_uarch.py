@@ -160,5 +160,16 @@ def shipped() -> A5Uarch:
 
 
 @functools.cache
+def fit_summary(path: str) -> str:
+    """Return what the fit that wrote a parameter file says of itself (its `# trace=... n_obs=...` header line), or
+    ''."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return next((line[1:].strip() for line in fh if line.startswith("# trace=")), "")
+    except OSError:
+        return ""
+
+
+@functools.cache
 def _load(path: str | None) -> A5Uarch:
     return read_params(path)[0]

@@ -18,6 +18,7 @@ class FormulaThenPipeline:
         self.pipeline = pipeline
         self.name = formula.name
         self.source = self.source_note = ""
+        self.provenance: dict = {}
 
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
         """Return (cycles, breakdown) from the formula model, falling back to the pipeline model."""
@@ -36,6 +37,7 @@ class FormulaThenPipeline:
             used = self.pipeline
         self.name, self.source = used.name, getattr(used, "source", "")
         self.source_note = getattr(used, "source_note", "")
+        self.provenance = getattr(used, "provenance", {})
         return out
 
 
