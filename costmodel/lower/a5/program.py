@@ -1,6 +1,6 @@
 """Compile the compute statements of data/a5_ops.csv / a5_sequences.csv into VF instructions.
 
-Statement syntax: `OP DST SRC... [s=EXPR] [dt=T|U]`. Names: `x0, x1, ...` are the loaded operands, `y` the
+Statement syntax: `OP DST SRC... [s=EXPR] [dt=T|U] [round=MODE]` (round: of a `vtrc`/`vcvt`). Names: `x0, x1, ...` are the loaded operands, `y` the
 result, `q*` (and `qm`) predicates, anything else a vector temporary or a prologue constant. EXPR is `s`,
 `-s`, `1/s` (the request scalar) or a number. `dt=U` runs the op on the unsigned integer view of the same
 width (bit manipulation of float lanes). `{NAME}` placeholders are replaced from a constants table first.
@@ -96,7 +96,11 @@ def compile_stmt(text: str, regs: Regs, dt: DType, pred: str | None, scalar, con
         return VSel(odt.name, regs.get(dst, "v"), regs.get(srcs[0], "v"), regs.get(srcs[1], "v"), regs.get(srcs[2], "p"))
     if kind == "dup":
         return VOp(op, odt.name, regs.get(dst, "v"), (), None, sreg)
-    return VOp(op, odt.name, regs.get(dst, "v"), tuple(regs.get(s, "v") for s in srcs), pred, sreg)
+    attrs: tuple = ()
+    if kind == "convert":  # `vtrc t x round=floor`: to an integral value of the same type (round: conversions.py)
+        attrs = (("to", kw.get("to", odt.name)), ("round", kw.get("round", "none")), ("sat", kw.get("sat", "on")),
+                 ("lane_bits", odt.bits))
+    return VOp(op, odt.name, regs.get(dst, "v"), tuple(regs.get(s, "v") for s in srcs), pred, sreg, attrs)
 
 
 def compile_block(stmts, regs: Regs, dt: DType, pred: str | None, scalar, consts=None) -> list:
