@@ -52,8 +52,9 @@ def op_row(req: Request) -> OpRow:
 
 
 def modelled_ops() -> tuple[str, ...]:
-    """Return the ops with an A5 body row (TCVT is driven by data/a5_convert.csv)."""
-    return tuple(dict.fromkeys(r.op for r in _op_rows())) + ("TCVT",)
+    """Return the ops with an A5 body row (TCVT is driven by data/a5_convert.csv, the value-and-index part ops by
+    lower/a5/vf.py's arg kernel)."""
+    return tuple(dict.fromkeys(r.op for r in _op_rows())) + ("TCVT", "TPARTARGMAX", "TPARTARGMIN")
 
 
 @functools.cache

@@ -15,7 +15,7 @@ from ...arch import constants
 from ...dtypes import DType
 from ...errors import NotModelledError, StrategyError
 from ...flags import truthy
-from ...isa_a5 import VfProgram, VOp, VSel
+from ...isa_a5 import PLogic, VCmp, VfProgram, VOp, VSel
 from ...plan import Plan
 from ...request import Request
 from ...tiles import Tile
@@ -153,19 +153,66 @@ def convert_kernel(req: Request, strategy: str) -> Kernel:
     return Kernel(epr, streams, (_counter("s_n", lane, req.dst.valid_cols),), (), (), tuple(body))
 
 
+# TPARTARGMAX/MIN: which source's pair wins where `vcmp_gt` of the two values holds (src0's value strictly
+# greater, or smaller; ties go to src1, isa.md §4.1)
+ARG_COMPARE = {"TPARTARGMAX": ("v0", "v1"), "TPARTARGMIN": ("v1", "v0")}
+ARG_SOURCES = ("src0", "src1", "src0_idx", "src1_idx")
+
+
+def arg_kernel(req: Request, inner: tuple[str, int] | None = None) -> Kernel:
+    """TPARTARGMAX/MIN chunk: {plt, four vlds, vcmp_gt, vsel of the values and of the indices, two vsts} (sequence
+    inferred from isa.md §4.1 and the A2/A3 compare-then-select). With `inner = (full source, inner cols)` the compare
+    runs under a second predicate over the inner columns and the full source's pair is kept outside them."""
+    dt, it = req.dtype, req.tile("dst_idx").dtype
+    lane = lane_bits(dt)
+    epr, pb = VL_BITS // lane, pred_bits(lane)
+    body: list = [Gen("p0", pb, "s_n")]
+    counters = [_counter("s_n", lane, req.dst.valid_cols)]
+    compare_pred = "p0"
+    if inner:
+        body.append(Gen("p2", pb, "s_in"))
+        counters.append(_counter("s_in", lane, inner[1]))
+        compare_pred = "p2"
+    body += [Mem("vlds", f"v{i}", name, 0, epr, req.tile(name).dtype.name, "NORM") for i, name in enumerate(ARG_SOURCES)]
+    body.append(VCmp("vcmp_gt", dt.name, "p1", ARG_COMPARE[req.op], compare_pred))
+    pick = "p1"  # src0's pair; outside the inner columns the compare is off, which picks src1's
+    if inner and inner[0] == "src0":
+        body += [PLogic("pnot", "p3", ("p2",)), PLogic("por", "p4", ("p1", "p3"))]
+        pick = "p4"
+    body += [VSel(dt.name, "v4", "v0", "v1", pick), VSel(it.name, "v5", "v2", "v3", pick),
+             Mem("vsts", "v4", "dst", 0, epr, dt.name, f"NORM_B{lane}", "p0"),
+             Mem("vsts", "v5", "dst_idx", 0, epr, it.name, f"NORM_B{lane}", "p0")]
+    streams = tuple(_stream(n, req.tile(n)) for n in ("dst", "dst_idx", *ARG_SOURCES))
+    return Kernel(epr, streams, tuple(counters), (), (), tuple(body))
+
+
+def arg_copy_kernel(req: Request, src: str) -> Kernel:
+    """dst, dst_idx = the full source's pair over the region: {plt, two vlds, two vsts}."""
+    dt, it = req.dtype, req.tile("dst_idx").dtype
+    lane = lane_bits(dt)
+    epr = VL_BITS // lane
+    body = (Gen("p0", pred_bits(lane), "s_n"), Mem("vlds", "v0", src, 0, epr, dt.name, "NORM"),
+            Mem("vlds", "v1", f"{src}_idx", 0, epr, it.name, "NORM"),
+            Mem("vsts", "v0", "dst", 0, epr, dt.name, f"NORM_B{lane}", "p0"),
+            Mem("vsts", "v1", "dst_idx", 0, epr, it.name, f"NORM_B{lane}", "p0"))
+    streams = tuple(_stream(n, req.tile(n)) for n in ("dst", "dst_idx", src, f"{src}_idx"))
+    return Kernel(epr, streams, (_counter("s_n", lane, req.dst.valid_cols),), (), (), body)
+
+
 def partial_segments(req: Request) -> list[Segment]:
     """TPART*: rows where both sources are valid run op-then-select; the remaining rows copy the full source."""
     vr, vc = req.dst.valid
     s0, s1 = req.tile("src0"), req.tile("src1")
+    kernel, copy = (arg_kernel, arg_copy_kernel) if req.op in ARG_COMPARE else (elementwise_kernel, copy_kernel)
     if s0.valid == s1.valid == (vr, vc):
-        return [Segment(elementwise_kernel(req), 0, vr, vc)]
+        return [Segment(kernel(req), 0, vr, vc)]
     full, part = ("src0", s1) if s0.valid == (vr, vc) else ("src1", s0)
     rin, cin = part.valid
     segs = []
     if rin and cin:
-        segs.append(Segment(elementwise_kernel(req, (full, cin)), 0, rin, vc))
+        segs.append(Segment(kernel(req, (full, cin)), 0, rin, vc))
     start = rin if (rin and cin) else 0
-    segs.append(Segment(copy_kernel(req, full), start, vr - start, vc))
+    segs.append(Segment(copy(req, full), start, vr - start, vc))
     return segs
 
 
@@ -189,8 +236,12 @@ def check_modelled(req: Request) -> None:
     """Raise NotModelledError unless the request's op (and dtype / parameters) has an A5 lowering."""
     if req.family == "convert":
         convert_row(req.dtype.name, req.dst.dtype.name)
-    elif req.op in ("TPARTARGMAX", "TPARTARGMIN"):
-        raise NotModelledError(f"{req.op} (value+index pairs) has no A5 VF lowering yet")
+    elif req.op in ARG_COMPARE:
+        idx = req.tile("dst_idx").dtype
+        if idx.bits != req.dtype.bits:
+            raise NotModelledError(f"{req.op} with {req.dtype} values and {idx} indices has no A5 VF lowering (values "
+                                   f"and indices of one width share a predicate: use --idx-dtype "
+                                   f"{'i16 or u16' if req.dtype.bits == 16 else 'i32 or u32'})")
     elif req.family == "compare_select" and req.op != "TSEL":
         raise NotModelledError(f"{req.op} has no A5 VF lowering yet (modelled in compare_select: TSEL)")
     else:
