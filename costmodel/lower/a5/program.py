@@ -1,9 +1,10 @@
 """Compile the compute statements of data/a5_ops.csv / a5_sequences.csv into VF instructions.
 
-Statement syntax: `OP DST SRC... [s=EXPR] [dt=T|U] [round=MODE]` (round: of a `vtrc`/`vcvt`). Names: `x0, x1, ...` are the loaded operands, `y` the
-result, `q*` (and `qm`) predicates, anything else a vector temporary or a prologue constant. EXPR is `s`,
-`-s`, `1/s` (the request scalar) or a number. `dt=U` runs the op on the unsigned integer view of the same
-width (bit manipulation of float lanes). `{NAME}` placeholders are replaced from a constants table first.
+Statement syntax: `OP DST SRC... [s=EXPR] [dt=T|U] [to=T] [round=MODE]`. Names: `x0, x1, ...` are the loaded
+operands, `y` the result, `q*` (and `qm`) predicates, anything else a vector temporary or a prologue constant. EXPR
+is `s`, `-s`, `1/s` (the request scalar) or a number. `dt=U` runs the op on the unsigned integer view of the same
+width (bit manipulation of float lanes). A `vcvt`/`vtrc` takes its target type (`to`, default the op's) and round
+mode (`round`, conversions.py names). `{NAME}` placeholders are replaced from a constants table first.
 """
 from __future__ import annotations
 
