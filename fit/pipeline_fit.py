@@ -98,14 +98,15 @@ def program_for(req):
     from costmodel import lower
     from costmodel.errors import ShapeError
     from costmodel.isa_a5 import VfProgram
-    from costmodel.lower.a5 import forms, vf
+    from costmodel.lower.a5 import dispatch, forms, vf
 
-    strategy, _ = lower.resolve_strategy(req)
     try:
-        return lower.lower(req, strategy).body[0], ""
+        return lower.lower(req).body[0], ""
     except ShapeError as exc:
         if "unified buffer" not in str(exc):
             raise
+        default, table = dispatch.strategies(req)
+        strategy = {k.lower(): k for k in table}.get((req.strategy or default).lower(), default)
         segs = vf.segments(req, strategy)
         return VfProgram(strategy, segs[0].kernel.epr, forms.emit(strategy, segs)), f"built without UB placement: {exc}"
 

@@ -244,7 +244,10 @@ def test_measured_cases_lower_to_the_form_the_rule_gives(measured_dir):
     seen = 0
     for row in rows:
         req = make_request(**request_kwargs(row))
-        strategy, _ = lower.resolve_strategy(req)
+        try:
+            strategy, _ = lower.resolve_strategy(req)
+        except ShapeError:  # three 20x1312 f32 tiles exceed the 256 KiB UB (in every strategy)
+            continue
         one_d = int(row["rows"]) == 1  # tests declare dynamic valid shapes: only single-row tiles are 1D
         post = {"VFIMPL_1D_POST_UPDATE": True, "VFIMPL_1D_NO_POST_UPDATE": False}.get(row["vf_impl_kind"])
         if post is None:  # VFIMPL_DEFAULT per op (costmodel.md §3 step 5)
@@ -252,10 +255,7 @@ def test_measured_cases_lower_to_the_form_the_rule_gives(measured_dir):
         if not one_d and row["op"] in ("TEXP", "TSQRT", "TRSQRT", "TRECIP", "TNEG"):
             post = False  # unary 2D always no-post-update
         assert strategy == f"{'1d' if one_d else '2d'}-{'post-update' if post else 'no-post-update'}", row
-        try:
-            prog = lower.lower(req, strategy).body[0]
-        except ShapeError:  # three 20x1312 f32 tiles exceed the 256 KiB UB
-            continue
+        prog = lower.lower(req, strategy).body[0]
         vr, vc = int(row["valid_rows"]), int(row["valid_cols"])
         trips = [(lp.role, lp.trip) for lp in prog.loops() if lp.role != "steps"]
         if one_d:

@@ -249,19 +249,26 @@ def check_modelled(req: Request) -> None:
 
 
 def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
-    """Return (default strategy, {strategy: None or why illegal}) for a modelled request."""
+    """Return (default strategy, {strategy: None or why illegal}) for a modelled request whose tiles fit the unified
+    buffer (tiles that do not fail in every strategy: that error comes first)."""
     check_modelled(req)
+    _buffers(req)
     return dispatch.strategies(req)
+
+
+def _buffers(req: Request):
+    """The request's buffers in the unified buffer (dst over its first source in place); raises where they overflow."""
+    alias = alias_source(list(req.tiles)) if truthy(req.param("in_place", "")) else None
+    return allocate("a5", list(req.tiles), alias=alias), alias
 
 
 def lower(req: Request, strategy: str) -> Plan:
     """Return the A5 plan (one VF program) of the request in the given legal strategy."""
+    buffers, alias = _buffers(req)  # first: tiles that do not fit fail in every strategy
     legal = dispatch.legal(req)
     if strategy not in legal or legal[strategy]:
         raise StrategyError(f"strategy {strategy} is illegal for this {req.op} request: {legal.get(strategy, 'unknown')}")
     segs = segments(req, strategy)
-    alias = alias_source(list(req.tiles)) if truthy(req.param("in_place", "")) else None
-    buffers = allocate("a5", list(req.tiles), alias=alias)
     body = emit(strategy, segs)
     default, why = dispatch.resolve(req)
     notes = [why if strategy == default else f"{strategy} as asked; the default would be {default} ({why})"]
