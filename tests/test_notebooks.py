@@ -18,3 +18,7 @@ def test_notebook_runs(path: Path):
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
+    # a cell that ends on a figure shows it (an image, not "<Figure size ...>")
+    for c in nb.cells:
+        if c.cell_type == "code" and c.source.strip().splitlines()[-1].startswith("fig "):
+            assert any("image/png" in o.get("data", {}) for o in c.get("outputs", [])), c.source
