@@ -6,7 +6,7 @@ import pandas as pd
 
 from costmodel.errors import PtoCostError
 
-from .traces import check_trace, normalise_trace, request_kwargs, trace_request
+from .traces import LINE, check_trace, normalise_trace, request_kwargs, trace_request
 
 
 def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd.DataFrame:
@@ -26,14 +26,14 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
     strat = np.array([""] * len(out), dtype=object)
     used = np.array([""] * len(out), dtype=object)
     note = np.array([""] * len(out), dtype=object)
-    pos = {line: i for i, line in enumerate(out["line"])}
+    pos = {line: i for i, line in enumerate(out[LINE])}
     for line, msg in notes.items():
         note[pos[line]] = msg
     cache: dict[tuple, tuple] = {}
     for done, (_, row) in enumerate(good.iterrows()):
         if progress is not None:
             progress(done, len(good))
-        i = pos[row["line"]]
+        i = pos[row[LINE]]
         try:
             kw = request_kwargs(row)
         except PtoCostError as exc:

@@ -23,6 +23,7 @@ from costmodel.operands import VF_IMPL_KINDS, count  # VF_IMPL_KINDS: costmodel.
 REQUIRED = ("arch", "op", "dtype", "rows", "cols")
 OPTIONAL = ("dst_dtype", "valid_rows", "valid_cols", "vf_impl_kind", "strategy", "op_params", "round_mode",
             "saturation_mode", "extra", "measured_cycles")
+LINE = "_line"  # the row's file line, under a name a trace's own columns (a profiler's `line`) do not take
 KEY = ("arch", "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols", "vf_impl_kind", "strategy",
        "op_params", "round_mode", "saturation_mode", "extra")
 
@@ -49,11 +50,12 @@ def read_trace(path: str | os.PathLike) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise TraceError(f"trace file {path} does not exist")
+    lines = None
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             df = pd.read_parquet(path)
         else:
-            _check_field_counts(path)
+            lines = _record_lines(path)
             df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False)
     except TraceError:
         raise
@@ -61,12 +63,13 @@ def read_trace(path: str | os.PathLike) -> pd.DataFrame:
         raise TraceError(f"{path}: reading Parquet needs pyarrow (pip install 'pto-cost[parquet]')") from None
     except Exception as exc:  # pandas raises several parser error types
         raise TraceError(f"{path}: not a readable CSV/Parquet trace ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
-    return normalise_trace(df, name=str(path))
+    return normalise_trace(df, name=str(path), lines=lines)
 
 
-def _check_field_counts(path: Path) -> None:
-    """Raise TraceError naming the lines whose field count differs from the header's (pandas would shift such a
-    file's columns or drop fields silently)."""
+def _record_lines(path: Path) -> list[int]:
+    """Return the file line each data record starts on (blank lines, which pandas skips, skipped); raise TraceError
+    naming the lines whose field count differs from the header's (pandas would shift such a file's columns or drop
+    fields silently)."""
     import csv
 
     with open(path, newline="", encoding="utf-8", errors="replace") as fh:
@@ -74,17 +77,26 @@ def _check_field_counts(path: Path) -> None:
         header = next(reader, None)
         if header is None:
             raise TraceError(f"{path}: empty file; a trace needs a header row ({', '.join(REQUIRED)}, ...)")
-        bad = [(reader.line_num, len(row)) for row in reader if row and len(row) != len(header)]
+        starts, bad, at = [], [], reader.line_num + 1
+        for row in reader:
+            if row:
+                starts.append(at)
+                if len(row) != len(header):
+                    bad.append((at, len(row)))
+            at = reader.line_num + 1
     if bad:
         line, n = bad[0]
         more = f" (and {len(bad) - 1} more line(s))" if len(bad) > 1 else ""
         raise TraceError(f"{path}: line {line} has {n} fields but the header has {len(header)}{more}; quote fields "
                          "that contain commas")
+    return starts
 
 
-def normalise_trace(df: pd.DataFrame, *, name: str = "trace") -> pd.DataFrame:
+def normalise_trace(df: pd.DataFrame, *, name: str = "trace", lines: list[int] | None = None) -> pd.DataFrame:
     """Return a copy of a trace-shaped frame in `read_trace`'s form: lower-case columns, every optional column
-    present, key columns as stripped strings ('' for missing) and a `line` column (file line numbers from 2)."""
+    present, key columns as stripped strings ('' for missing) and a LINE column: each row's file line (`lines`,
+    else 2, 3, ... as a CSV with a header numbers them). A column of the caller's named `line` is data like any
+    other."""
     df = df.copy()
     df.columns = [str(c).strip().lower() for c in df.columns]
     missing = [c for c in REQUIRED if c not in df.columns]
@@ -99,9 +111,9 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace") -> pd.DataFrame:
     for col in (c for c in param_columns() if c in df.columns):  # a list cell (Parquet) has no other written form
         df[col] = df[col].map(lambda v: cell_text(v) if isinstance(v, (list, tuple, np.ndarray)) else v)
     df["measured_cycles"] = _missing_as_empty(df["measured_cycles"])
-    if "line" not in df.columns:
-        df.insert(0, "line", np.arange(2, len(df) + 2))
-        added = ["line", *added]
+    if LINE not in df.columns:  # numbered once (a frame read by read_trace comes here again in predict_frame)
+        df.insert(0, LINE, lines if lines is not None and len(lines) == len(df) else np.arange(2, len(df) + 2))
+        added = [LINE, *added]
     df.attrs["added_columns"] = added  # what the input lacked: outputs leave them out again
     return df
 
@@ -144,7 +156,7 @@ def _int_column(df: pd.DataFrame, col: str, problems: list[Problem], *, minimum:
     if default is not None:
         num = num.where(df[col] != "", default)
     bad = num.isna() | (num < minimum) | (num != np.floor(num))
-    for line, val in zip(df.loc[bad, "line"], df.loc[bad, col]):
+    for line, val in zip(df.loc[bad, LINE], df.loc[bad, col]):
         problems.append(Problem(int(line), col, f"{val!r} is not an integer >= {minimum}"))
     return num
 
@@ -164,19 +176,21 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
     df["valid_rows"] = _int_column(df, "valid_rows", problems, minimum=0, default=rows)
     df["valid_cols"] = _int_column(df, "valid_cols", problems, minimum=0, default=cols)
     over = (df.valid_rows > df.rows) | (df.valid_cols > df.cols)
-    for line, vr, vc, r, c in df.loc[over, ["line", "valid_rows", "valid_cols", "rows", "cols"]].itertuples(index=False):
+    for line, vr, vc, r, c in df.loc[over, [LINE, "valid_rows", "valid_cols", "rows", "cols"]].itertuples(index=False):
         problems.append(Problem(int(line), "valid_rows/valid_cols", f"valid region {vr:g}x{vc:g} is larger than the tile {r:g}x{c:g}; accepted: at most {r:g}x{c:g}"))
     if require_measured or (df["measured_cycles"] != "").any():
         meas = pd.to_numeric(df["measured_cycles"], errors="coerce")
-        bad = meas.isna() | (meas <= 0) if require_measured else (df["measured_cycles"] != "") & (meas.isna() | (meas <= 0))
-        for line, val in zip(df.loc[bad, "line"], df.loc[bad, "measured_cycles"]):
-            problems.append(Problem(int(line), "measured_cycles", f"{val!r} is not a positive number"))
+        wrong = meas.isna() | ~np.isfinite(meas) | (meas < 1)  # a profiler counts whole cycles, at least one
+        bad = wrong if require_measured else (df["measured_cycles"] != "") & wrong
+        for line, val in zip(df.loc[bad, LINE], df.loc[bad, "measured_cycles"]):
+            problems.append(Problem(int(line), "measured_cycles", f"{val!r} is not a cycle count (a finite number "
+                                                                    "of at least 1)"))
         df["measured_cycles"] = meas
     arch_bad = ~df["arch"].str.lower().isin(ARCHES)
-    for line, val in zip(df.loc[arch_bad, "line"], df.loc[arch_bad, "arch"]):
+    for line, val in zip(df.loc[arch_bad, LINE], df.loc[arch_bad, "arch"]):
         problems.append(Problem(int(line), "arch", f"unknown arch {val!r}; accepted: {', '.join(ARCHES)}"))
     kind_bad = (df["vf_impl_kind"] != "") & ~df["vf_impl_kind"].str.upper().isin(VF_IMPL_KINDS)
-    for line, val in zip(df.loc[kind_bad, "line"], df.loc[kind_bad, "vf_impl_kind"]):
+    for line, val in zip(df.loc[kind_bad, LINE], df.loc[kind_bad, "vf_impl_kind"]):
         problems.append(Problem(int(line), "vf_impl_kind", f"unknown {val!r}; accepted: {', '.join(VF_IMPL_KINDS)}"))
     # catalogue checks: once per distinct (arch, op, dtype, dst_dtype), not per row
     combos = df.loc[~arch_bad, ["arch", "op", "dtype", "dst_dtype"]].drop_duplicates()
@@ -194,24 +208,39 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
             verdicts[(arch, op, dt, dst)] = None
         except PtoCostError as exc:
             verdicts[(arch, op, dt, dst)] = ("dtype", str(exc))
-    for line, arch, op, dt, dst in df.loc[~arch_bad, ["line", "arch", "op", "dtype", "dst_dtype"]].itertuples(index=False):
+    for line, arch, op, dt, dst in df.loc[~arch_bad, [LINE, "arch", "op", "dtype", "dst_dtype"]].itertuples(index=False):
         v = verdicts.get((arch, op, dt, dst))
         if v:
             problems.append(Problem(int(line), v[0], v[1]))
-    clean = ~df["line"].isin({p.line for p in problems})
+    clean = ~df[LINE].isin({p.line for p in problems})
     if "measured_cycles" in df:
-        measured = clean & df["measured_cycles"].notna()
-        keys = _measured_keys(df[measured])
-        for _, g in df.loc[measured, "measured_cycles"].groupby(keys, sort=False):
-            if g.nunique() > 1:
-                lines = ", ".join(str(int(x)) for x in df.loc[g.index, "line"])
-                msg = f"conflicting duplicates (lines {lines}) measured {', '.join(f'{v:g}' for v in g)}"
-                problems.extend(Problem(int(line), "measured_cycles", msg) for line in df.loc[g.index, "line"])
+        measured = df[clean & pd.to_numeric(df["measured_cycles"], errors="coerce").notna()]
+        for idx in conflicting_duplicates(measured):
+            lines = ", ".join(str(int(x)) for x in df.loc[idx, LINE])
+            msg = f"conflicting duplicates (lines {lines}) measured {', '.join(f'{v:g}' for v in df.loc[idx, 'measured_cycles'])}"
+            problems.extend(Problem(int(line), "measured_cycles", msg) for line in df.loc[idx, LINE])
     bad_lines = {p.line for p in problems}
-    good = df[~df["line"].isin(bad_lines)].copy()
+    good = df[~df[LINE].isin(bad_lines)].copy()
     for col in ("rows", "cols", "valid_rows", "valid_cols"):
         good[col] = good[col].astype(int)
     return good, sorted(problems, key=lambda p: (p.line, p.column not in ("op", "arch")))
+
+
+# measured/README.md: profiled cycles are integers and ±1 cycle is noise, so two runs of one case may read 2 apart
+REPEAT_TOLERANCE = 2.0
+
+
+def conflicting_duplicates(df: pd.DataFrame) -> list[pd.Index]:
+    """Return the index of each group of rows that measure the same request (`_measured_keys`) and disagree by more
+    than the profiler's noise (REPEAT_TOLERANCE); repeats within it are kept, as repeated runs."""
+    if len(df) < 2:
+        return []
+    keys = _measured_keys(df)
+    out = []
+    for _, g in pd.to_numeric(df["measured_cycles"]).groupby(keys, sort=False):
+        if len(g) > 1 and g.max() - g.min() > REPEAT_TOLERANCE:
+            out.append(g.index)
+    return out
 
 
 def _measured_keys(df: pd.DataFrame) -> pd.Series:

@@ -9,6 +9,7 @@ from costmodel.errors import TraceError
 
 from . import metrics
 from .predict import predict_frame
+from .traces import LINE
 
 
 @dataclass(frozen=True)
@@ -47,5 +48,5 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -
     overall["models_used"] = {str(k): int(v) for k, v in scored["model"].value_counts().items()}
     per_op = metrics.grouped(scored, ["arch", "op"]) if len(scored) else pd.DataFrame()
     per_group = metrics.grouped(scored, ["arch", "op", "dtype", "strategy"]) if len(scored) else pd.DataFrame()
-    unmod = pred[~ok][["line", "arch", "op", "dtype", "note"]]
+    unmod = pred[~ok][[LINE, "arch", "op", "dtype", "note"]].rename(columns={LINE: "line"})
     return ValidationReport(pred, overall, per_op, per_group, unmod)

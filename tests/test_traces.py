@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 from costmodel.errors import ParamError, TraceError
 from costmodel.operands import make_request
 from fit.predict import predict_frame
-from fit.traces import check_trace, parse_extra, read_trace, request_kwargs, trace_request
+from fit.traces import LINE, check_trace, parse_extra, read_trace, request_kwargs, trace_request
 
 HEADER = "arch,op,dtype,dst_dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles\n"
 
@@ -28,7 +28,7 @@ def test_bad_rows_are_reported_by_line(tmp_path):
                         "a5,TMINS,f16,,64,64,64,64,VFIMPL_3D,55\n"  # 8 unknown vf_impl_kind
                         "a9,TMINS,f16,,64,64,64,64,,55\n")       # 9 unknown arch
     good, problems = check_trace(read_trace(p))
-    assert list(good["line"]) == [2]
+    assert list(good[LINE]) == [2]
     by_line = {pr.line: pr for pr in problems}
     assert set(by_line) == {3, 4, 5, 6, 7, 8, 9}
     assert "larger than the tile" in by_line[3].message
@@ -43,8 +43,16 @@ def test_bad_rows_are_reported_by_line(tmp_path):
 def test_conflicting_duplicates_flagged_but_identical_ones_kept(tmp_path):
     p = write(tmp_path, "a2a3,TMINS,f16,,64,64,64,64,,55\n" * 2 + "a2a3,TADD,f32,,64,64,64,64,,160\na2a3,TADD,f32,,64,64,64,64,,170\n")
     good, problems = check_trace(read_trace(p))
-    assert list(good["line"]) == [2, 3]
+    assert list(good[LINE]) == [2, 3]
     assert [p.line for p in problems] == [4, 5] and all("conflicting duplicates (lines 4, 5)" in p.message for p in problems)
+
+
+def test_repeated_runs_within_the_profilers_noise_are_kept(tmp_path):
+    """measured/README.md: ±1 cycle is noise; two runs 2 cycles apart are repeats, 3 apart a conflict."""
+    p = write(tmp_path, "a2a3,TMINS,f16,,64,64,64,64,,55\na2a3,TMINS,f16,,64,64,64,64,,57\n"
+                        "a2a3,TADD,f32,,64,64,64,64,,160\na2a3,TADD,f32,,64,64,64,64,,163\n")
+    good, problems = check_trace(read_trace(p))
+    assert list(good[LINE]) == [2, 3] and [pr.line for pr in problems] == [4, 5]
 
 
 def test_duplicates_are_the_same_request_however_spelled(tmp_path):
@@ -55,8 +63,33 @@ def test_duplicates_are_the_same_request_however_spelled(tmp_path):
                         "a5,TMINS,fp32,,1,64,1,64,VFIMPL_1D_POST_UPDATE,,,58\n"                 # 5
                         "a5,TMINS,f32,,1,64,1,64,VFIMPL_1D_NO_POST_UPDATE,,,50\n", header)      # 6 another loop form
     good, problems = check_trace(read_trace(p))
-    assert list(good["line"]) == [4, 5, 6]
+    assert list(good[LINE]) == [4, 5, 6]
     assert [p.line for p in problems] == [2, 3] and all("conflicting duplicates (lines 2, 3)" in p.message for p in problems)
+
+
+def test_a_column_named_line_is_the_callers_data(tmp_path):
+    """A profiler's own `line` column (source lines) neither numbers the rows nor hides a bad one."""
+    p = write(tmp_path, "a2a3,TMINS,f16,,64,64,64,64,,55,kern.cpp:12\n"
+                        "a2a3,TMINS,f16,,64,128,64,128,,-1,kern.cpp:40\n", header=HEADER.strip() + ",line\n")
+    good, problems = check_trace(read_trace(p))
+    assert [pr.line for pr in problems] == [3] and list(good[LINE]) == [2]
+    out = predict_frame(read_trace(p))
+    assert list(out["line"]) == ["kern.cpp:12", "kern.cpp:40"] and out["predicted_cycles"].notna().tolist() == [True, False]
+
+
+def test_measured_cycles_must_be_finite_whole_counts(tmp_path):
+    p = write(tmp_path, "".join(f"a2a3,TMINS,f16,,64,{64 * (i + 1)},64,{64 * (i + 1)},,{v}\n"
+                                for i, v in enumerate(["55", "inf", "1e400", "0.5", "-Infinity", "nan", "56.5"])))
+    good, problems = check_trace(read_trace(p))
+    assert list(good[LINE]) == [2, 8] and sorted(pr.line for pr in problems) == [3, 4, 5, 6, 7]
+    assert all("not a cycle count" in pr.message for pr in problems)
+
+
+def test_line_numbers_are_the_files_own_across_blank_lines(tmp_path):
+    p = write(tmp_path, "\na2a3,TMINS,f16,,64,64,64,64,,55\n\n\na2a3,TNOPE,f16,,64,64,64,64,,55\n"
+                        'a2a3,"TMINS",f16,,64,128,64,128,,56\n')
+    good, problems = check_trace(read_trace(p))
+    assert [pr.line for pr in problems] == [6] and list(good[LINE]) == [3, 7]
 
 
 def test_missing_columns_and_unreadable_files(tmp_path):
@@ -95,7 +128,7 @@ def test_parquet_nulls_and_plain_frames_read_like_empty_csv_cells(tmp_path):
     assert not problems and good.loc[1, "dst_dtype"] == "" and good.loc[1, "valid_rows"] == 2
     out = predict_frame(df.assign(dst_dtype=[np.nan if d is None else d for d in df.dst_dtype]))
     assert out.predicted_cycles.notna().all(), out.note.tolist()
-    assert list(out.line) == [2, 3]
+    assert list(out[LINE]) == [2, 3]
 
 
 def test_measured_files_map_to_requests(measured_dir):
@@ -176,7 +209,7 @@ def test_missing_values_normalise_like_empty_csv_cells(cells):
     got = normalise_trace(frame(np.nan))
     cols = ["dst_dtype", "vf_impl_kind", "measured_cycles"]
     assert got[cols].astype(str).equals(normalise_trace(frame(""))[cols].astype(str))
-    assert not got["dst_dtype"].str.contains("nan").any() and list(got["line"]) == list(range(2, len(cells) + 2))
+    assert not got["dst_dtype"].str.contains("nan").any() and list(got[LINE]) == list(range(2, len(cells) + 2))
 
 
 def test_a_sweep_column_and_the_tests_extra_must_agree():
