@@ -40,7 +40,13 @@ app = typer.Typer(
 
 JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON document on stdout instead of a table.")]
 StrategyOpt = Annotated[Optional[str], typer.Option("--strategy", help="Force an emission strategy (see `compare`).")]
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Cost model: auto (A2/A3: formula; A5: the formula where the table has parameters for the request, else the anchored pipeline), formula, pipeline, anchored (A5).")]
+def _model_name(name: str) -> str:
+    from costmodel.models.registry import check_name
+
+    return check_name(name)
+
+
+ModelOpt = Annotated[str, typer.Option("--model", "-m", callback=_model_name, help="Cost model: auto (A2/A3: formula; A5: the formula where the table has parameters for the request, else the anchored pipeline, or the pipeline alone where no measured op anchors it), formula, pipeline, anchored (A5).")]
 MAX_PLOT_POINTS = 100_000
 
 
@@ -313,7 +319,7 @@ def predict(
     """Add predicted_cycles, strategy, model and note to every row; rows that cannot be modelled get NaN and a reason."""
     from fit.io import check_table_path, write_frame
     from fit.predict import predict_frame
-    from fit.traces import read_trace
+    from fit.traces import LINE, read_trace
 
     from . import render
 
@@ -321,7 +327,7 @@ def predict(
     trace = read_trace(cases)
     with render.progress("predicting", len(trace)) as tick:
         df = predict_frame(trace, model=model, progress=tick)
-    added = [c for c in trace.attrs.get("added_columns", ["line"]) if c not in ("strategy",)]
+    added = [c for c in trace.attrs.get("added_columns", [LINE]) if c not in ("strategy",)]
     write_frame(df.drop(columns=added), output)
     n_ok = int(df["predicted_cycles"].notna().sum())
     render.console(stderr=True).print(render.plain(f"wrote {output}: {n_ok} of {len(df)} rows predicted"
@@ -510,14 +516,27 @@ def fit_cmd(
 
     if model not in ("formula", "pipeline", "all"):
         raise PtoCostError(f"unknown model {model!r}; accepted: formula, pipeline, all")
+    from fit.traces import CV_GROUPINGS
+
+    if cv_group not in CV_GROUPINGS:
+        raise PtoCostError(f"unknown cross-validation grouping {cv_group!r}; accepted: {', '.join(CV_GROUPINGS)}")
+    if not dry_run:  # before a fit of up to a minute: where it will write must take the result
+        from fit.params_io import check_params_path
+
+        if model in ("formula", "all"):
+            check_params_path(output)
+        if model in ("pipeline", "all"):
+            check_params_path(pipeline_output, pipeline=True)
     run = fit_traces(traces, k=cv, model=model, group_by=cv_group)
-    written = 0 if dry_run or not run.rows else write_params(run.rows, output)
+    written = None if dry_run or not run.rows else write_params(run.rows, output)
     if run.pipeline is not None and not dry_run:
         from fit.pipeline_fit import write_params as write_pipeline
 
         write_pipeline(run.pipeline, pipeline_output)
     if json_out:
-        render.emit_json({"output": None if dry_run else output, "rows_written": written,
+        render.emit_json({"output": None if dry_run else output, "rows_written": written.rows if written else 0,
+                          "rows_refitted": written.refitted if written else 0,
+                          "rows_kept": written.kept if written else 0,
                           "pipeline_output": None if dry_run or run.pipeline is None else pipeline_output,
                           "bad_rows": [str(p) for p in run.problems],
                           "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in sec.items()}
@@ -614,8 +633,17 @@ def sweep_cmd(
 
 def main() -> None:
     """Console entry point: run the app; library errors and usage errors become one line on stderr, exit 2."""
+    import signal
+
     from costmodel.errors import PtoCostError
 
+    def stop(signum, _frame):  # `kill`, `timeout`, a closed terminal: unwind (removing half-written files), quietly
+        sys.stderr.write(f"stopped by {signal.Signals(signum).name}\n")
+        raise SystemExit(128 + signum)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), stop)
     try:
         code = app(standalone_mode=False)  # typer returns (not raises) the code of an Exit, and 130 after Ctrl-C
     except PtoCostError as exc:

@@ -236,7 +236,7 @@ def validation_text(rep, name: str) -> None:
         notes = rep.unmodelled.groupby("note", sort=False)["line"].apply(lambda s: ", ".join(map(str, s))).reset_index()
         con.print(f"[yellow]{len(rep.unmodelled)} row(s) not scored:[/]")
         for r in notes.itertuples(index=False):
-            con.print(plain(f"  lines {r.line}: {r.note}"))
+            con.print(plain(f"  {'lines' if ',' in r.line else 'line'} {r.line}: {r.note}"))
 
 
 class _Progress:
@@ -263,7 +263,7 @@ def progress(label: str, total: int) -> _Progress:
     return _Progress(label, total)
 
 
-def fit_text(run, output: str | None, written: int, pipeline_output: str | None = None) -> None:
+def fit_text(run, output: str | None, written, pipeline_output: str | None = None) -> None:
     """Print the fit report: bad rows, the model selection, parameters ± standard errors, CV accuracy."""
     from rich.table import Table
 
@@ -310,8 +310,11 @@ def fit_text(run, output: str | None, written: int, pipeline_output: str | None 
         return
     from costmodel.models import a5_pipeline_uarch, params
 
-    if run.rows:
-        con.print(plain(f"wrote {written} parameter rows to {output}{_in_use_hint(output, params.path_in_use(), 'PTO_COST_PARAMS')}"))
+    if run.rows and written:
+        kept = (f"; {written.kept} kept from the table: ops, classes or observations this trace does not cover"
+                if written.kept else "")
+        con.print(plain(f"wrote {written.rows} parameter rows to {output} ({written.refitted} refitted{kept})"
+                        f"{_in_use_hint(output, params.path_in_use(), 'PTO_COST_PARAMS')}"))
     if pipeline_output and run.pipeline is not None:
         con.print(plain(f"wrote the A5 pipeline parameters to {pipeline_output}"
                         f"{_in_use_hint(pipeline_output, a5_pipeline_uarch.path_in_use(), 'PTO_COST_PIPELINE_PARAMS')}"))

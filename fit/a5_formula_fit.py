@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import lsq_linear
 
+from costmodel.errors import TraceError
 from costmodel.models import a5_formula as fm
 from costmodel.models.params import ParamRow
 
@@ -240,6 +241,10 @@ def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: st
     rows, keep, notes = lower_rows(trace)
     used = trace.iloc[keep].reset_index(drop=True)
     groups = cv_groups(used, group_by)
+    if len(set(groups)) < 2:
+        what = "tile shapes" if group_by == "shape" else "measured cases"
+        raise TraceError(f"the A5 formula fit picks its form by cross-validation over {what}, and the a5 rows hold "
+                         f"one; add rows of another {what[:-1]}")
     k = min(k, len(set(groups)))
     folds = grouped_folds(groups, k=k, seed=seed)
     extra = [grouped_folds(groups, k=k, seed=seed + 1 + i) for i in range(SELECTION_SEEDS - 1)]

@@ -14,11 +14,15 @@ TABLE_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path in the target's directory; on success it replaces `path` (with the target's mode, or a
-    new file's: 0666 less the umask), on error it is removed."""
-    target = Path(_not_a_directory(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp" + target.suffix, dir=target.parent)
+    """Yield a temporary path in the target's directory (created if missing); on success it replaces `path` (with the
+    target's mode, or a new file's: 0666 less the umask), on error it is removed. A path that cannot be written is a
+    PtoCostError naming it."""
+    target = Path(check_writable(path))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp" + target.suffix, dir=target.parent)
+    except OSError as exc:
+        raise PtoCostError(f"cannot write {path}: {exc.strerror or exc}") from None
     os.close(fd)
     try:
         yield Path(tmp)
@@ -35,6 +39,23 @@ def _not_a_directory(path: str | os.PathLike) -> str | os.PathLike:
     return path
 
 
+def check_writable(path: str | os.PathLike) -> str | os.PathLike:
+    """Return `path` if a file can be written there atomically: not a directory or a device, in a directory that
+    exists and is writable or can be created; PtoCostError naming the problem otherwise (checked before long work, so
+    a fit does not run for a minute and then fail to write)."""
+    target = Path(_not_a_directory(path))
+    if target.exists() and not target.is_file():
+        raise PtoCostError(f"output path {path} is not a regular file; give a file name")
+    parent = target.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise PtoCostError(f"cannot write {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PtoCostError(f"cannot write {path}: the directory {parent} is not writable")
+    return path
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -43,7 +64,7 @@ def _umask() -> int:
 
 def check_table_path(path: str | os.PathLike) -> str:
     """Return the table format ('csv' or 'parquet') an output path's extension names; PtoCostError otherwise."""
-    fmt = TABLE_FORMATS.get(Path(_not_a_directory(path)).suffix.lower())
+    fmt = TABLE_FORMATS.get(Path(check_writable(path)).suffix.lower())
     if fmt is None:
         raise PtoCostError(f"output {path}: unknown table format {Path(path).suffix or '(no extension)'!r}; "
                            f"accepted: {', '.join(TABLE_FORMATS)}")
@@ -55,7 +76,7 @@ def check_figure_path(path: str | os.PathLike) -> str:
     from matplotlib.figure import Figure
 
     formats = Figure().canvas.get_supported_filetypes()
-    fmt = Path(_not_a_directory(path)).suffix.lstrip(".").lower()
+    fmt = Path(check_writable(path)).suffix.lstrip(".").lower()
     if fmt not in formats:
         raise PtoCostError(f"figure {path}: unknown image format {fmt or '(no extension)'!r}; accepted: "
                            f"{', '.join(sorted(formats))}")

@@ -1,13 +1,16 @@
-"""Write parameter tables atomically, replacing only the rows a fit produced (other arches/forms are kept)."""
+"""Write parameter tables atomically, replacing only the rows a fit produced (every other row is kept)."""
 from __future__ import annotations
 
 import csv
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from costmodel.models.params import COLUMNS, FORMAT_VERSION, ParamRow, read_table
 
-from .io import atomic_path
+from costmodel.errors import PtoCostError
+
+from .io import atomic_path, check_writable
 
 
 def _fmt(v) -> str:
@@ -18,22 +21,67 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> list[ParamRow]:
-    """Return `old` with the (arch, form) groups `new` covers replaced by `new`, groups in sorted order (each keeping
-    its own row order), so a table's layout does not depend on which fit wrote it last."""
-    covered = {(r.arch, r.form) for r in new}
-    kept = [r for r in old if (r.arch, r.form) not in covered] + list(new)
-    return sorted(kept, key=lambda r: (r.arch, r.form))
+@dataclass(frozen=True)
+class Written:
+    """What `write_params` wrote: rows in the file, rows the fit replaced or added, and rows of the arches and models
+    the fit covers kept from the old table because the fit did not refit them (other ops or classes; or values
+    fitted there from observations this fit lacks)."""
+
+    rows: int
+    refitted: int
+    kept: int
 
 
-def write_params(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool = True) -> int:
+def _key(r: ParamRow) -> tuple:
+    return (r.arch, r.form, r.scope, r.name, r.dtype, r.dst_dtype, r.strategy, r.op_params, r.term)
+
+
+def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow], int]:
+    """Return (the merged rows, how many of `old` were kept in the (arch, form) groups `new` covers). A new row replaces the old row of its key (arch, form,
+    scope, name, types, strategy, variant, term), except that a value the fit had no observations for (n 0: a family
+    or prior value) does not replace one fitted from observations; old rows of keys the fit did not write (another
+    op's, another class's) stay. So a partial trace refines a table instead of replacing it. Rows are grouped by
+    (arch, form) in sorted order, each group keeping its order, so the layout does not depend on which fit wrote
+    last."""
+    by_key = {_key(r): r for r in old}
+    for r in new:
+        was = by_key.get(_key(r))
+        if was is None or r.n_obs or not was.n_obs:
+            by_key[_key(r)] = r
+    merged = list(by_key.values())
+    fresh = {id(r) for r in new}
+    groups = {(r.arch, r.form) for r in new}
+    kept = sum(id(r) not in fresh and (r.arch, r.form) in groups for r in merged)
+    return sorted(merged, key=lambda r: (r.arch, r.form)), kept
+
+
+def check_params_path(path: str | os.PathLike, *, pipeline: bool = False) -> None:
+    """Raise PtoCostError unless `fit` can write a parameter table at `path`: a writable .csv that is either new or a
+    table of that kind (not the trace, not another CSV)."""
+    check_writable(path)
+    target = Path(path)
+    if target.suffix.lower() != ".csv":
+        raise PtoCostError(f"parameter table {path}: unknown format {target.suffix or '(no extension)'!r}; "
+                           "accepted: .csv")
+    if not target.exists():
+        return
+    if pipeline:
+        from costmodel.models.a5_pipeline_uarch import read_params
+
+        read_params(target)
+    else:
+        read_table(target)
+
+
+def write_params(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool = True) -> Written:
     """Write `rows` atomically, merged into the existing table at `path`, or where there is none into the table in
-    use ($PTO_COST_PARAMS, else the shipped one: a new file is a whole table); returns the row count."""
+    use ($PTO_COST_PARAMS, else the shipped one: a new file is a whole table); returns what was written."""
     from costmodel.models.params import shipped
 
     target = Path(path)
+    fresh, kept = {id(r) for r in rows}, 0
     if merge:
-        rows = merge_rows((read_table(target) if target.exists() else shipped()).rows, rows)
+        rows, kept = merge_rows((read_table(target) if target.exists() else shipped()).rows, rows)
     with atomic_path(target) as tmp:
         with open(tmp, "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
@@ -41,4 +89,4 @@ def write_params(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool =
             for r in rows:
                 w.writerow([FORMAT_VERSION, r.arch, r.form, r.scope, r.name, r.dtype, r.dst_dtype, r.strategy,
                             r.op_params, r.term, _fmt(float(r.value)), _fmt(r.stderr), r.n_obs, _fmt(r.cv_mape), r.source])
-    return len(rows)
+    return Written(len(rows), sum(id(r) in fresh for r in rows), kept)

@@ -9,7 +9,7 @@ import pandas as pd
 
 from costmodel.errors import TraceError
 
-from .traces import Problem, check_trace, read_trace
+from .traces import LINE, Problem, check_trace, conflicting_duplicates, read_trace
 
 
 @dataclass
@@ -30,9 +30,9 @@ def outliers(frame: pd.DataFrame, predicted: np.ndarray, *, floor: float = 5.0) 
     err = (np.asarray(predicted, float) - meas) / meas * 100
     sigma = 1.4826 * np.nanmedian(np.abs(err - np.nanmedian(err)))
     bad = np.abs(err) > max(3 * sigma, floor)
-    cols = [c for c in ("trace", "line", "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols",
+    cols = [c for c in ("trace", LINE, "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols",
                         "vf_impl_kind", "extra") if c in frame]
-    out = frame.loc[bad, cols].copy()
+    out = frame.loc[bad, cols].rename(columns={LINE: "line"})
     out["measured"] = meas[bad]
     out["predicted"] = np.round(np.asarray(predicted, float)[bad], 1)
     out["error_pct"] = np.round(err[bad], 1)
@@ -60,11 +60,21 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         frames.append(good)
         problems += [replace(p, source=Path(path).name) for p in bad] if len(paths) > 1 else bad
     trace = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if len(paths) > 1 and not trace.empty:  # each file was checked on its own; the same case in two must agree too
+        for idx in conflicting_duplicates(trace):
+            where = ", ".join(f"{t} line {n}" for t, n in trace.loc[idx, ["trace", LINE]].itertuples(index=False))
+            said = ", ".join(f"{v:g}" for v in trace.loc[idx, "measured_cycles"])
+            problems += [Problem(int(n), "measured_cycles", f"conflicting duplicates across traces ({where}) measured "
+                                 f"{said}", source=t) for t, n in trace.loc[idx, ["trace", LINE]].itertuples(index=False)]
+            trace = trace.drop(index=idx)
+        trace = trace.reset_index(drop=True)
     if trace.empty:
         raise TraceError("no usable trace rows: " + "; ".join(str(p) for p in problems[:3]))
     run = FitRun(problems, traces=tuple(Path(p).name for p in paths))
     source = "+".join(sorted(trace["trace"].unique()))
     arches = set(trace["arch"].str.lower())
+    if model == "pipeline" and "a5" not in arches:
+        raise TraceError("the pipeline model is A5's (its VF programs): the traces have no usable a5 rows")
     if "a2a3" in arches and model in ("formula", "all"):
         from .a2a3_fit import fit_a2a3
 
@@ -88,7 +98,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         y = a5["measured_cycles"].to_numpy(float)
         run.rows += list(fit.rows)
         run.sections.append({"arch": "a5", "model": "formula", "selection": fit.selection,
-                             "choice": _a5_choice(fit, sorted(set(a5["op"]))), "report": _a5_report(fit.report),
+                             "choice": _a5_choice(fit, sorted(set(a5["op"].str.upper()))), "report": _a5_report(fit.report),
                              "value_label": "p1 (per chunk)",
                              "cv": summary(fit.cv_predictions, y), "notes": notes,
                              "accuracy": f"cross-validated (grouped by {group_by})",

@@ -371,21 +371,23 @@ def test_a_verify_mismatch_exits_1(monkeypatch, capsys):
     assert doc["results"][0]["mismatches"] == [{"tile": "dst", "index": [0, 1], "got": 1.0, "expected": 2.0}]
 
 
-def test_ctrl_c_exits_130_and_leaves_the_output_untouched(tmp_path, measured_dir):
+@pytest.mark.parametrize("sig, code, said", [("SIGINT", 130, "aborted"), ("SIGTERM", 143, "stopped by SIGTERM")])
+def test_ctrl_c_or_kill_leaves_the_output_untouched(tmp_path, measured_dir, sig, code, said):
     import os
     import signal
     import time
 
     out = tmp_path / "params.csv"
-    out.write_text("previous\n")
+    out.write_bytes((ROOT / "data" / "formula_params.csv").read_bytes())  # a table: fit checks it before fitting
+    previous = out.read_bytes()
     env = {k: v for k, v in os.environ.items() if k != "PTO_COST_ARCH"}
     proc = subprocess.Popen([*CLI, "fit", str(measured_dir / "a5_vf_cycles.csv"), "-o", str(out)], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(4)  # the fit takes about 30 s
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, sig))
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "aborted" in err and "Traceback" not in err, err
-    assert out.read_text() == "previous\n"
+    assert proc.returncode == code and said in err and "Traceback" not in err, err
+    assert out.read_bytes() == previous and [p.name for p in tmp_path.iterdir()] == ["params.csv"]
 
 
 def test_json_documents_never_carry_nan(tmp_path):

@@ -1,4 +1,5 @@
 """Fitting: parameter recovery on synthetic traces, grouped folds, atomic writes, outlier flags, the fit CLI."""
+import os
 import subprocess
 import sys
 
@@ -9,6 +10,7 @@ from hypothesis import given, strategies as st
 
 from fit.linear import fit_linear, grouped_folds
 from fit.run import outliers
+from fit.traces import LINE
 
 from .conftest import ROOT
 
@@ -58,7 +60,7 @@ def test_outliers_flag_a_planted_row():
     meas = rng.uniform(50, 500, 40)
     pred = meas * (1 + rng.normal(0, 0.01, 40))
     pred[7] = meas[7] * 1.3
-    frame = pd.DataFrame({"line": np.arange(2, 42), "op": "TADD", "dtype": "f32", "rows": 1, "cols": 64,
+    frame = pd.DataFrame({LINE: np.arange(2, 42), "op": "TADD", "dtype": "f32", "rows": 1, "cols": 64,
                           "measured_cycles": meas})
     out = outliers(frame, pred)
     assert list(out["line"]) == [9]
@@ -360,14 +362,20 @@ def test_fit_cli_dry_run_and_atomic_write(tmp_path):
     from costmodel.models.params import read_table
 
     table = read_table(fresh)
-    fitted = [row for row in table.rows if row.n_obs > 0 and row.arch == "a2a3"]
-    assert fitted and all("synthetic.csv" in row.source for row in fitted)
-    # a new file is a whole table: the arches the trace does not cover come from the table in use
+    fitted = [row for row in table.rows if row.arch == "a2a3" and "synthetic.csv" in row.source]
+    assert any(row.n_obs > 0 for row in fitted)
+    assert all(row.cv_mape is not None for row in fitted if row.scope == "intrinsic" and row.n_obs)
+    # a new file is a whole table: what the trace does not refit comes from the table in use — other arches, and
+    # values the table fitted from observations where this fit had none
     from costmodel.models.params import shipped
 
     assert {(r.form, r.name, r.term, r.value) for r in table.rows if r.arch == "a5"} == {
         (r.form, r.name, r.term, r.value) for r in shipped().rows if r.arch == "a5"} != set()
-    assert all(row.cv_mape is not None for row in fitted if row.scope == "intrinsic")
+    before = {(r.scope, r.name, r.dtype, r.term): r for r in shipped().rows if r.arch == "a2a3"}
+    kept = [r for r in table.rows if r.arch == "a2a3" and r not in fitted]
+    assert kept and all(before[(r.scope, r.name, r.dtype, r.term)] == r for r in kept)
+    # a value this fit had no observations for replaced none the table had fitted from observations
+    assert not any(before[k].n_obs for r in fitted if not r.n_obs and (k := (r.scope, r.name, r.dtype, r.term)) in before)
 
 
 def test_shipped_a5_formula_rows_carry_standard_errors():
@@ -392,7 +400,28 @@ def test_merged_table_layout_does_not_depend_on_which_fit_wrote_last(tmp_path):
         for rows in order:
             write_params(rows, path)
     assert one.read_text() == two.read_text()
-    assert [line.split(",")[4] for line in one.read_text().splitlines()[1:]] == ["vadd", "TADD", "TSUB"]
+    lines = [ln.split(",") for ln in one.read_text().splitlines()[1:]]
+    ours = [(ln[1], ln[4], ln[10]) for ln in lines if ln[-1] == "test"]
+    assert ours == [("a2a3", "vadd", "3"), ("a5", "TADD", "1"), ("a5", "TSUB", "2")]
+    assert [ln[1] for ln in lines] == sorted(ln[1] for ln in lines)  # grouped by arch
+
+
+def test_a_partial_trace_refines_the_table_instead_of_replacing_it(tmp_path):
+    """Refitting one op keeps every other op's rows, and a value fitted without observations does not replace one
+    fitted from them."""
+    from costmodel.models.params import ParamRow, read_table
+    from fit.params_io import merge_rows, write_params
+
+    def row(name, value, n, term="p0"):
+        return ParamRow("a5", "vf", "op", name, "f32", "", "1d-post-update", "", term, value, None, n, None, "t")
+
+    path = tmp_path / "p.csv"
+    write_params([row("TADD", 1.0, 5), row("TSUB", 2.0, 5), row("TMUL", 3.0, 4, "p1")], path, merge=False)
+    written = write_params([row("TADD", 10.0, 6), row("TMUL", 30.0, 0, "p1"), row("TNEG", 4.0, 0)], path)
+    got = {(r.name, r.term): (r.value, r.n_obs) for r in read_table(path).rows}
+    assert got == {("TADD", "p0"): (10.0, 6), ("TSUB", "p0"): (2.0, 5), ("TMUL", "p1"): (3.0, 4), ("TNEG", "p0"): (4.0, 0)}
+    assert (written.rows, written.refitted, written.kept) == (4, 2, 2)
+    assert merge_rows([], [row("TADD", 1.0, 0)])[1] == 0
 
 
 def test_atomic_path_leaves_the_old_file_on_failure(tmp_path):
@@ -544,3 +573,49 @@ def test_a5_one_chunk_discount_is_shared_but_not_by_widening_conversions():
     cvt = next(i for i, k in enumerate(keys) if k["name"] == "TCVT" and C[i] == 1)
     assert not takes_shared_flat(keys[cvt]) and takes_shared_flat(keys[held])
     assert float(fm.cycles(*fit.params(keys[cvt]), 1.0, 1.0, "1d")[0]) == pytest.approx(y[cvt], rel=0.03)
+
+
+def test_fit_refuses_what_it_cannot_do_before_fitting(tmp_path):
+    """Outputs it cannot write, a model the traces cannot fit, an A5 trace of one tile shape: one line, exit 2, and
+    no fit report (nothing was fitted first)."""
+    trace = _synthetic_a2a3_trace(tmp_path)
+    (tmp_path / "adir").mkdir()
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    a5 = tmp_path / "a5_one_shape.csv"
+    a5.write_text("arch,op,dtype,rows,cols,vf_impl_kind,measured_cycles\n"
+                  "a5,TADD,f32,1,64,VFIMPL_DEFAULT,55\na5,TMUL,f32,1,64,VFIMPL_DEFAULT,56\n")
+    cases = [
+        ([str(trace), "-o", str(tmp_path / "x.parquet")], "accepted: .csv"),
+        ([str(trace), "-o", str(tmp_path / "adir")], "is a directory"),
+        ([str(trace), "-o", "/dev/null"], "not a regular file"),
+        ([str(trace), "-o", str(trace)], "not a parameter table"),
+        ([str(trace), "--model", "pipeline", "--pipeline-output", str(tmp_path / "p.csv")], "pipeline model is A5's"),
+        ([str(a5), "-o", str(tmp_path / "y.csv")], "one; add rows of another tile shape"),
+    ]
+    if os.geteuid() != 0:  # root writes anywhere
+        cases.append(([str(trace), "-o", str(locked / "x.csv")], "is not writable"))
+    for args, said in cases:
+        r = subprocess.run([sys.executable, "-m", "cli", "fit", *args], capture_output=True, text=True, cwd=ROOT,
+                           timeout=300)
+        assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, (args, r.stdout[:300])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["adir", "locked", "a5_one_shape.csv", trace.name])
+
+
+def test_traces_fitted_together_must_agree_on_a_case(tmp_path):
+    import json
+
+    trace = _synthetic_a2a3_trace(tmp_path)
+    lines = trace.read_text().splitlines()
+    head, first = lines[0].split(","), lines[1].split(",")
+    at = head.index("measured_cycles")
+    other = tmp_path / "other.csv"
+    other.write_text("\n".join([lines[0], ",".join(first[:at] + [str(float(first[at]) + 50)] + first[at + 1:])]) + "\n")
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), str(other), "--dry-run", "--json"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    bad = json.loads(r.stdout)["bad_rows"]
+    assert len(bad) == 2 and all("conflicting duplicates across traces" in b for b in bad)
+    assert any(b.startswith(f"{trace.name} line 2") for b in bad) and any(b.startswith("other.csv line 2") for b in bad)

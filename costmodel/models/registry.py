@@ -5,7 +5,6 @@ from ..errors import PtoCostError
 
 _MODELS = {
     ("a2a3", "formula"): ("costmodel.models.a2a3_intrinsic", "IntrinsicModel"),
-    ("a5", "placeholder"): ("costmodel.models.a5_placeholder", "PlaceholderModel"),  # issue counts, not a prediction
     ("a5", "pipeline"): ("costmodel.models.a5_pipeline", "PipelineModel"),  # fitted VF pipeline simulation
     ("a5", "formula"): ("costmodel.models.a5_formula", "A5FormulaModel"),  # fitted closed forms per key
     ("a5", "anchored"): ("costmodel.models.a5_anchored", "AnchoredPipeline"),  # pipeline + measured ops' correction
@@ -22,6 +21,15 @@ def register(arch: str, name: str, module: str, cls: str, *, auto: bool = False)
 
 def names(arch: str) -> tuple[str, ...]:
     return tuple(n for a, n in _MODELS if a == arch)
+
+
+def check_name(name: str | None) -> str:
+    """Return `name` if some arch has a model of that name (or it is `auto`); PtoCostError listing them otherwise.
+    (Whether the arch of a request has it is `model_for`'s to say.)"""
+    known = ("auto", *dict.fromkeys(n for _, n in _MODELS))
+    if name not in (None, "", *known):
+        raise PtoCostError(f"unknown model {name!r}; accepted: {', '.join(known)}")
+    return name or "auto"
 
 
 def model_for(arch: str, name: str = "auto"):
