@@ -317,6 +317,7 @@ def predict(
     model: ModelOpt = "auto",
 ) -> None:
     """Add predicted_cycles, strategy, model and note to every row; rows that cannot be modelled get NaN and a reason."""
+    from costmodel.errors import PtoCostError
     from fit.io import check_table_path, write_frame
     from fit.predict import predict_frame
     from fit.traces import LINE, read_trace
@@ -325,6 +326,8 @@ def predict(
 
     check_table_path(output)
     trace = read_trace(cases)
+    if trace.empty:
+        raise PtoCostError(f"{cases}: a header and no rows; nothing to predict")
     with render.progress("predicting", len(trace)) as tick:
         df = predict_frame(trace, model=model, progress=tick)
     added = [c for c in trace.attrs.get("added_columns", [LINE]) if c not in ("strategy",)]
@@ -338,7 +341,7 @@ def predict(
 def validate(
     measured: Annotated[str, typer.Argument(help="Measured trace (CSV or Parquet) with measured_cycles.")],
     model: ModelOpt = "auto",
-    plot: Annotated[Optional[str], typer.Option("--plot", help="Write predicted-vs-measured and residual plots (.png/.svg).")] = None,
+    plot: Annotated[Optional[str], typer.Option("--plot", help="Write predicted-vs-measured and residual plots (any format matplotlib writes: .png, .svg, .pdf, ...).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Score a model against measurements: MAPE, median and worst error, share within 5 %, Kendall tau."""
@@ -499,12 +502,12 @@ def _measured_points(path: str, df, x: str, fixed: str, dst: str | None, params:
 @app.command("fit", cls=_Command)
 def fit_cmd(
     traces: Annotated[list[str], typer.Argument(help="Measured traces (CSV or Parquet), e.g. ../shared/measured/*.csv.")],
-    output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write: fitted rows merged into the file, or into the table in use when it does not exist yet (use it with PTO_COST_PARAMS=PATH).")] = "data/formula_params.csv",
-    cv: Annotated[int, typer.Option("--cv", min=2, help="Folds of the cross-validation (form choice and reported CV error); fewer folds train on fewer shapes, so the error rises (A2/A3 with 3 folds: about twice the 5-fold figure).")] = 5,
+    output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write: fitted rows merged into the file, or into the table in use when it does not exist yet (the models read it when PTO_COST_PARAMS names the file).")] = "data/formula_params.csv",
+    cv: Annotated[int, typer.Option("--cv", min=2, help="Folds of the cross-validation (form choice and reported CV error); fewer folds train on fewer shapes, so the error rises (A2/A3: 19.4 % MAPE with 3 folds against 7.4 % with 5); at most one fold per shape (or case).")] = 5,
     cv_group: Annotated[str, typer.Option("--cv-group", help="What a fold holds out whole: shape (every op at a tile shape) or measurement (one measured case; other ops at its shape stay in).")] = "shape",
     model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all.")] = "formula",
     dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Report only; write nothing.")] = False,
-    pipeline_output: Annotated[str, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (use them with PTO_COST_PIPELINE_PARAMS=PATH).")] = "data/a5_pipeline_params.csv",
+    pipeline_output: Annotated[str, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (the models read them when PTO_COST_PIPELINE_PARAMS names the file).")] = "data/a5_pipeline_params.csv",
     json_out: JsonOpt = False,
 ) -> None:
     """Fit model parameters to measured traces: per group n, parameters ± standard error, cross-validated MAPE."""

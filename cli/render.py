@@ -221,7 +221,8 @@ def validation_text(rep, name: str) -> None:
     con.print(f"[bold]{plain(name)}[/]: {o['n']} of {o['rows']} rows scored")
     if o["n"]:
         con.print(f"overall: MAPE {o['mape']:.2f} %, median {o['median_ape']:.2f} %, worst {o['worst_ape']:.2f} %, "
-                  f"within 5 % {o['within_5']:.1f} %, Kendall tau {o['kendall_tau']:.3f}")
+                  f"within 5 % {o['within_5']:.1f} %, Kendall tau "
+                  + ("-" if o['kendall_tau'] != o['kendall_tau'] else f"{o['kendall_tau']:.3f}"))
         used = o.get("models_used") or {}
         if used:
             con.print("priced by: " + ", ".join(f"{m} {n}" for m, n in used.items()))
@@ -244,7 +245,8 @@ class _Progress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                            console=console(stderr=True), transient=True, disable=total < 200)
+                            console=console(stderr=True), transient=True,
+                            disable=total < 200 or not sys.stderr.isatty())  # a bar in a log file is noise
         self.task = self.bar.add_task(label, total=total)
 
     def __enter__(self):

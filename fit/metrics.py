@@ -74,6 +74,9 @@ def strategy_choice(df: pd.DataFrame, pred: str = "predicted_cycles", meas: str 
     regrets, picked, pairs = [], [], 0
     multi = []
     for _, g in df[ok].groupby(key, dropna=False, sort=False):
+        if "strategy" in g and g["strategy"].nunique() < len(g):  # repeated runs of one strategy: their mean
+            first = g.iloc[0]
+            g = g.groupby("strategy", as_index=False, sort=False)[[pred, meas]].mean().assign(**{c: first[c] for c in key})
         if len(g) < 2:
             continue
         multi.append(g)

@@ -55,7 +55,11 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
 
     frames, problems = [], []
     for path in paths:
-        good, bad = check_trace(read_trace(path))
+        raw = read_trace(path)
+        if "measured_cycles" in raw.attrs.get("added_columns", ()):
+            raise TraceError(f"{path}: no measured_cycles column; fit needs measured cycles (`pto-cost predict` "
+                             "prices cases without them)")
+        good, bad = check_trace(raw)
         good["trace"] = Path(path).name
         frames.append(good)
         problems += [replace(p, source=Path(path).name) for p in bad] if len(paths) > 1 else bad
@@ -69,7 +73,8 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
             trace = trace.drop(index=idx)
         trace = trace.reset_index(drop=True)
     if trace.empty:
-        raise TraceError("no usable trace rows: " + "; ".join(str(p) for p in problems[:3]))
+        raise TraceError("no usable trace rows: " + ("; ".join(str(p) for p in problems[:3]) if problems else
+                                                     "the traces hold a header and no data rows"))
     run = FitRun(problems, traces=tuple(Path(p).name for p in paths))
     source = "+".join(sorted(trace["trace"].unique()))
     arches = set(trace["arch"].str.lower())

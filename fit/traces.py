@@ -101,8 +101,10 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace", lines: list[int] |
     df.columns = [str(c).strip().lower() for c in df.columns]
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
+        sep = next((s for s in (";", "\t", "|") if len(df.columns) == 1 and s in df.columns[0]), None)
+        hint = f" (the header reads as one column: the file looks {sep!r}-separated; a trace is comma-separated)" if sep else ""
         raise TraceError(f"{name}: missing column(s) {', '.join(missing)}; a trace needs {', '.join(REQUIRED)} "
-                         f"(optional: {', '.join(OPTIONAL)})")
+                         f"(optional: {', '.join(OPTIONAL)}){hint}")
     added = [col for col in OPTIONAL if col not in df.columns]
     for col in added:
         df[col] = ""

@@ -100,6 +100,24 @@ def test_arch_comes_from_the_environment():
     assert json.loads(r.stdout)["arch_source"] == "env"
 
 
+def test_bad_trace_files_are_one_line_exit_2(tmp_path):
+    trace = (ROOT / "tests" / "data" / "small_trace.csv").read_text().splitlines()
+    (tmp_path / "semi.csv").write_text("\n".join(ln.replace(",", ";") for ln in trace) + "\n")
+    (tmp_path / "header.csv").write_text(trace[0] + "\n")
+    head = trace[0].split(",")
+    at = head.index("measured_cycles")
+    (tmp_path / "nomeas.csv").write_text("\n".join(",".join(f for i, f in enumerate(ln.split(",")) if i != at)
+                                                   for ln in trace) + "\n")
+    for args, needle in [(["validate", "semi.csv"], "looks ';'-separated"),
+                         (["predict", "header.csv", "-o", "p.csv"], "nothing to predict"),
+                         (["fit", "header.csv", "--dry-run"], "a header and no data rows"),
+                         (["fit", "nomeas.csv", "--dry-run"], "no measured_cycles column")]:
+        r = subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, r.stderr)
+    assert not (tmp_path / "p.csv").exists()
+
+
 @pytest.mark.parametrize("args,needle", [
     (["estimate", "TFOO", "--shape", "64x64", "--dtype", "f16"], "unknown op"),
     (["estimate", "TMINS", "--shape", "64x64", "--dtype", "u8"], "does not support u8 on a2a3"),
@@ -137,6 +155,7 @@ def test_arch_comes_from_the_environment():
     (["predict", "tests/data/small_trace.csv", "-o", "out.txt"], "unknown table format '.txt'"),
     (["predict", "tests/data/small_trace.csv", "-o", "tests"], "is a directory"),
     (["validate", "tests/data/small_trace.csv", "-m", "pipeline"], "unknown model 'pipeline' for a2a3"),
+    (["predict", "tests/data/small_trace.csv", "-o", "out.csv", "-m", "bogus"], "unknown model 'bogus'; accepted: auto"),
 ])
 def test_bad_input_is_one_line_exit_2(args, needle):
     r = run(*args)

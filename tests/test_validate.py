@@ -70,3 +70,9 @@ def test_strategy_choice_scores_order_and_regret():
     assert c["picked_fastest"] == 50.0
     assert np.isclose(c["regret_mean"], 10.0) and np.isclose(c["regret_max"], 20.0)
     assert np.isnan(strategy_choice(df.iloc[[0, 2, 4]])["order_tau"])
+    # repeated runs of one strategy are one strategy (their mean), not a pair of strategies
+    runs = df.assign(strategy=df["vf_impl_kind"])
+    runs = pd.concat([runs, runs.iloc[[0]].assign(measured_cycles=104.0, predicted_cycles=92.0)], ignore_index=True)
+    c = strategy_choice(runs)
+    assert c["requests"] == 2 and c["pairs"] == 2 and np.isclose(c["regret_max"], 20.0)
+    assert strategy_choice(runs.iloc[[0, 5]])["requests"] == 0
