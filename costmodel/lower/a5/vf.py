@@ -76,6 +76,17 @@ def _compute(req: Request, regs: Regs, dt: DType, pred: str) -> tuple[list, list
     return prologue, compile_block(row.body, regs, dt, pred, scalar)
 
 
+def _predicates(req: Request, lane: int, inner: tuple[str, int] | None) -> tuple[list, list[Counter], str]:
+    """Return (the chunk body's predicate generation, its counters, the predicate the op runs under): p0 over the
+    dst row; with `inner` (full source, inner cols) also p2 over the inner columns, which the op then runs under."""
+    pb = pred_bits(lane)
+    body: list = [Gen("p0", pb, "s_n")]
+    counters = [_counter("s_n", lane, req.dst.valid_cols)]
+    if not inner:
+        return body, counters, "p0"
+    return body + [Gen("p2", pb, "s_in")], counters + [_counter("s_in", lane, inner[1])], "p2"
+
+
 def elementwise_kernel(req: Request, inner: tuple[str, int] | None = None) -> Kernel:
     """The chunk kernel of an elementwise-shaped op.
 
@@ -85,17 +96,11 @@ def elementwise_kernel(req: Request, inner: tuple[str, int] | None = None) -> Ke
     dt = req.dtype
     lane = lane_bits(dt)
     epr = VL_BITS // lane
-    pb = pred_bits(lane)
     walks = operand_walks(req)
     data = [(name, walk, s) for name, walk, s in walks if walk != "mask"]
     regs = Regs({f"x{i}": f"v{i}" for i in range(len(data))} | {"qm": "p1"})
-    body: list = [Gen("p0", pb, "s_n")]
-    counters = [_counter("s_n", lane, req.dst.valid_cols)]
-    compute_pred = "p0"
+    body, counters, compute_pred = _predicates(req, lane, inner)
     if inner:
-        body.append(Gen("p2", pb, "s_in"))
-        counters.append(_counter("s_in", lane, inner[1]))
-        compute_pred = "p2"
         regs.n["p"] = 3
     head: list = []
     streams = [_stream("dst", req.dst)] + [(name, s) for name, _, s in walks]
@@ -165,14 +170,8 @@ def arg_kernel(req: Request, inner: tuple[str, int] | None = None) -> Kernel:
     runs under a second predicate over the inner columns and the full source's pair is kept outside them."""
     dt, it = req.dtype, req.tile("dst_idx").dtype
     lane = lane_bits(dt)
-    epr, pb = VL_BITS // lane, pred_bits(lane)
-    body: list = [Gen("p0", pb, "s_n")]
-    counters = [_counter("s_n", lane, req.dst.valid_cols)]
-    compare_pred = "p0"
-    if inner:
-        body.append(Gen("p2", pb, "s_in"))
-        counters.append(_counter("s_in", lane, inner[1]))
-        compare_pred = "p2"
+    epr = VL_BITS // lane
+    body, counters, compare_pred = _predicates(req, lane, inner)
     body += [Mem("vlds", f"v{i}", name, 0, epr, req.tile(name).dtype.name, "NORM") for i, name in enumerate(ARG_SOURCES)]
     body.append(VCmp("vcmp_gt", dt.name, "p1", ARG_COMPARE[req.op], compare_pred))
     pick = "p1"  # src0's pair; outside the inner columns the compare is off, which picks src1's
