@@ -284,7 +284,9 @@ def fit_text(run, output: str | None, written, pipeline_output: str | None = Non
         cv = sec["cv"]
         con.print(f"\n[bold]{sec['arch']} {sec['model']}[/]: " + plain(f"chose {sec['choice']}; {sec['accuracy']}: ")
                   + f"MAPE {cv['mape']:.2f} %, median {cv['median_ape']:.2f} %, worst {cv['worst_ape']:.1f} %, "
-                  f"within 5 % {cv['within_5']:.0f} % over {cv['n']} rows")
+                  f"within 5 % {cv['within_5']:.0f} % over {cv['n']} rows"
+                  + (f" ({sec['fitted_rows'] - cv['n']} more no held-out fit could price: nothing like them was in "
+                     "the other folds)" if sec.get("fitted_rows", cv["n"]) > cv["n"] else ""))
         for note in sec.get("notes", []):
             con.print(f"  [yellow]{sec.get('note_label', 'skipped')}[/] {plain(note)}")
         t = Table(title=f"{sec['arch']} {sec['model']} parameters (rows with observations)")

@@ -92,7 +92,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         run.rows += list(fit.rows)
         run.sections.append({"arch": "a2a3", "model": "formula", "selection": fit.selection,
                              "choice": f"shrink {fit.shrink}, dtype effects {fit.dtypes}", "report": fit.report,
-                             "cv": summary(fit.cv_predictions, y), "notes": notes,
+                             "cv": summary(fit.cv_predictions, y), "fitted_rows": len(y), "notes": notes,
                              "accuracy": f"cross-validated (grouped by {group_by})",
                              "outliers": outliers(a2, fit.insample)})
     if "a5" in arches and model in ("formula", "all"):
@@ -105,7 +105,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         run.sections.append({"arch": "a5", "model": "formula", "selection": fit.selection,
                              "choice": _a5_choice(fit, sorted(set(a5["op"].str.upper()))), "report": _a5_report(fit.report),
                              "value_label": "p1 (per chunk)",
-                             "cv": summary(fit.cv_predictions, y), "notes": notes,
+                             "cv": summary(fit.cv_predictions, y), "fitted_rows": len(y), "notes": notes,
                              "accuracy": f"cross-validated (grouped by {group_by})",
                              "outliers": outliers(a5, fit.insample)})
     if "a5" in arches and model in ("pipeline", "all"):
