@@ -35,18 +35,23 @@ def _style(i: int) -> dict:
 
 def validation_figure(df: pd.DataFrame, title: str = ""):
     """Return a figure: predicted vs measured (log-log, y = x and ±5 % bands) and the error per row, one colour and
-    marker per op; the worst rows outside ±5 % are named on the residual panel."""
+    marker per op (per arch and op where the rows span both); the worst rows outside ±5 % are named on the residual
+    panel."""
     ok = df[np.isfinite(df["predicted_cycles"]) & np.isfinite(df["measured_cycles"])]
     ok = ok.assign(err=(ok["predicted_cycles"] - ok["measured_cycles"]) / ok["measured_cycles"] * 100)
+    op = ok["op"].astype(str).str.upper()
+    if "arch" in ok and ok["arch"].str.lower().nunique() > 1:  # TCVT and the elementwise ops exist on both
+        op = ok["arch"].str.lower() + " " + op
+    ok = ok.assign(series=op)
     fig = _figure(figsize=(13, 5.5))
     ax1, ax2 = fig.subplots(1, 2)
-    for i, op in enumerate(sorted(ok["op"].unique())):
-        g = ok[ok["op"] == op]
+    for i, name in enumerate(sorted(ok["series"].unique())):
+        g = ok[ok["series"] == name]
         style = _style(i)
-        ax1.scatter(g["measured_cycles"], g["predicted_cycles"], s=16, label=op, **style)
+        ax1.scatter(g["measured_cycles"], g["predicted_cycles"], s=16, label=name, **style)
         ax2.scatter(g["measured_cycles"], g["err"], s=16, **style)
     for r in ok[ok["err"].abs() > 5].assign(a=lambda d: d["err"].abs()).nlargest(RESIDUAL_LABELS, "a").itertuples():
-        ax2.annotate(f" {r.op} {r.dtype}", (r.measured_cycles, r.err), fontsize=7, color="dimgrey", va="center")
+        ax2.annotate(f" {r.series} {r.dtype}", (r.measured_cycles, r.err), fontsize=7, color="dimgrey", va="center")
     if len(ok):
         lo = float(min(ok["measured_cycles"].min(), ok["predicted_cycles"].min())) * 0.8
         hi = float(max(ok["measured_cycles"].max(), ok["predicted_cycles"].max())) * 1.25
