@@ -237,7 +237,7 @@ def validation_text(rep, name: str) -> None:
         notes = rep.unmodelled.groupby("note", sort=False)["line"].apply(lambda s: ", ".join(map(str, s))).reset_index()
         con.print(f"[yellow]{len(rep.unmodelled)} row(s) not scored:[/]")
         for r in notes.itertuples(index=False):
-            con.print(plain(f"  {'lines' if ',' in r.line else 'line'} {r.line}: {r.note}"))
+            con.print(plain(f"  {rep.unit}{'s' if ',' in r.line else ''} {r.line}: {r.note}"))
 
 
 class _Progress:

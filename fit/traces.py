@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +36,11 @@ class Problem:
     column: str
     message: str
     source: str = ""  # the trace file, where several are read together
+    unit: str = "line"  # "row" in a Parquet file (its rows from 1), which has no lines
 
     @property
     def where(self) -> str:
-        return f"{self.source} line {self.line}" if self.source else f"line {self.line}"
+        return f"{self.source} {self.unit} {self.line}" if self.source else f"{self.unit} {self.line}"
 
     def __str__(self) -> str:
         return f"{self.where}: {self.column}: {self.message}"
@@ -54,6 +55,8 @@ def read_trace(path: str | os.PathLike) -> pd.DataFrame:
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             df = pd.read_parquet(path)
+            df.attrs["line_unit"] = "row"
+            lines = list(range(1, len(df) + 1))
         else:
             lines = _record_lines(path)
             df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False)
@@ -219,13 +222,14 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
         measured = df[clean & pd.to_numeric(df["measured_cycles"], errors="coerce").notna()]
         for idx in conflicting_duplicates(measured):
             lines = ", ".join(str(int(x)) for x in df.loc[idx, LINE])
-            msg = f"conflicting duplicates (lines {lines}) measured {', '.join(f'{v:g}' for v in df.loc[idx, 'measured_cycles'])}"
+            msg = f"conflicting duplicates ({df.attrs.get('line_unit', 'line')}s {lines}) measured {', '.join(f'{v:g}' for v in df.loc[idx, 'measured_cycles'])}"
             problems.extend(Problem(int(line), "measured_cycles", msg) for line in df.loc[idx, LINE])
     bad_lines = {p.line for p in problems}
     good = df[~df[LINE].isin(bad_lines)].copy()
     for col in ("rows", "cols", "valid_rows", "valid_cols"):
         good[col] = good[col].astype(int)
-    return good, sorted(problems, key=lambda p: (p.line, p.column not in ("op", "arch")))
+    unit = df.attrs.get("line_unit", "line")
+    return good, sorted((replace(p, unit=unit) for p in problems), key=lambda p: (p.line, p.column not in ("op", "arch")))
 
 
 # measured/README.md: profiled cycles are integers and ±1 cycle is noise, so two runs of one case may read 2 apart

@@ -21,6 +21,7 @@ class ValidationReport:
     per_op: pd.DataFrame
     per_group: pd.DataFrame
     unmodelled: pd.DataFrame
+    unit: str = "line"  # what the `line` column of `unmodelled` counts: file lines, or Parquet rows ("row")
 
     def to_dict(self) -> dict:
         def records(df: pd.DataFrame) -> list[dict]:
@@ -49,4 +50,4 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -
     per_op = metrics.grouped(scored, ["arch", "op"]) if len(scored) else pd.DataFrame()
     per_group = metrics.grouped(scored, ["arch", "op", "dtype", "strategy"]) if len(scored) else pd.DataFrame()
     unmod = pred[~ok][[LINE, "arch", "op", "dtype", "note"]].rename(columns={LINE: "line"})
-    return ValidationReport(pred, overall, per_op, per_group, unmod)
+    return ValidationReport(pred, overall, per_op, per_group, unmod, trace.attrs.get("line_unit", "line"))

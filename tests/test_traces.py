@@ -92,6 +92,15 @@ def test_line_numbers_are_the_files_own_across_blank_lines(tmp_path):
     assert [pr.line for pr in problems] == [6] and list(good[LINE]) == [3, 7]
 
 
+def test_parquet_rows_are_named_rows_counted_from_one(tmp_path):
+    pytest.importorskip("pyarrow")
+    df = pd.DataFrame({"arch": "a2a3", "op": ["TMINS", "TNOPE"], "dtype": "f16", "rows": 64, "cols": 64,
+                       "measured_cycles": [55.0, 56.0]})
+    df.to_parquet(tmp_path / "t.parquet")
+    _, problems = check_trace(read_trace(tmp_path / "t.parquet"))
+    assert [p.where for p in problems] == ["row 2"]
+
+
 def test_missing_columns_and_unreadable_files(tmp_path):
     with pytest.raises(TraceError, match="missing column"):
         read_trace(write(tmp_path, "TMINS,f16\n", header="op,dtype\n"))
