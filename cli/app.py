@@ -647,6 +647,13 @@ def main() -> None:
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), stop)
+    for stream in (sys.stdout, sys.stderr):  # typer's own help bypasses render's stand-ins: '?' rather than a crash
+        try:
+            "±—".encode(stream.encoding or "utf-8")
+        except (UnicodeEncodeError, LookupError):
+            stream.reconfigure(errors="replace")
+        except AttributeError:
+            pass
     try:
         code = app(standalone_mode=False)  # typer returns (not raises) the code of an Exit, and 130 after Ctrl-C
     except PtoCostError as exc:

@@ -151,7 +151,7 @@ def estimate_text(e) -> None:
 
 def provenance_text(kind: str, where: dict) -> str:
     """Return one line on a model's parameters: kind, file and digest, the rows read, the fit that wrote them."""
-    fit = str(where.get("fitted_from", "")).split(";")[0]
+    fit = str(where.get("fitted_from", ""))
     n = f", n {where['n_obs']}" if where.get("n_obs") else ""
     return (f"{kind}: {Path(where.get('table', 'in memory')).name}"
             + (f" @{where['sha256']}" if where.get("sha256") else "")

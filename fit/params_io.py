@@ -36,17 +36,31 @@ def _key(r: ParamRow) -> tuple:
     return (r.arch, r.form, r.scope, r.name, r.dtype, r.dst_dtype, r.strategy, r.op_params, r.term)
 
 
+OWN_SCOPES = ("op", "intrinsic")  # rows of one op key (A5) or one intrinsic class and dtype (A2/A3)
+
+
+def replaces(new: ParamRow, old: ParamRow | None) -> bool:
+    """Whether a freshly fitted row replaces the table's row of its key: always where the table has none; never with
+    a value the fit had no observations for (a family or prior value); a row of one op key or intrinsic class
+    whenever the fit observed it (your measurements of an op are the ones to price it by); a row shared by many ops
+    (A5 dispatch, address bound, shared bodies and families; A2/A3 control and dtype rows) only when the fit saw at
+    least as many observations as the table's (a trace of one op must not move what every op reads)."""
+    if old is None:
+        return True
+    if not new.n_obs:
+        return False
+    return new.scope in OWN_SCOPES or new.n_obs >= old.n_obs
+
+
 def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow], int]:
-    """Return (the merged rows, how many of `old` were kept in the (arch, form) groups `new` covers). A new row replaces the old row of its key (arch, form,
-    scope, name, types, strategy, variant, term), except that a value the fit had no observations for (n 0: a family
-    or prior value) does not replace one fitted from observations; old rows of keys the fit did not write (another
-    op's, another class's) stay. So a partial trace refines a table instead of replacing it. Rows are grouped by
-    (arch, form) in sorted order, each group keeping its order, so the layout does not depend on which fit wrote
-    last."""
+    """Return (the merged rows, how many of `old` were kept in the (arch, form) groups `new` covers): each new row
+    replaces the old row of its key (arch, form, scope, name, types, strategy, variant, term) where `replaces` says
+    so; old rows of keys the fit did not write (another op's, another class's) stay. So a partial trace refines a
+    table instead of replacing it. Rows are grouped by (arch, form) in sorted order, each group keeping its order, so
+    the layout does not depend on which fit wrote last."""
     by_key = {_key(r): r for r in old}
     for r in new:
-        was = by_key.get(_key(r))
-        if was is None or r.n_obs or not was.n_obs:
+        if replaces(r, by_key.get(_key(r))):
             by_key[_key(r)] = r
     merged = list(by_key.values())
     fresh = {id(r) for r in new}

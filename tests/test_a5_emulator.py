@@ -207,6 +207,14 @@ def test_value_and_index_part_ops_pick_pairs_like_the_golden(data):
         assert v.ok and "dst_idx" in v.note, (req.describe(), strategy, v.note, v.mismatches[:4])
 
 
+def test_a_float_modulo_that_departs_from_the_golden_says_why():
+    """isa.md §4: a - trunc(a/b)*b with a rounded quotient is not exact fmod (a divisor like 0.3); verify says so."""
+    v = verify(lower.lower(make_request("TFMODS", "8x64", "f32", arch="a5", scalar=0.3)), seed=0)
+    assert not v.ok and "known divergence" in v.note and "isa.md §4" in v.note
+    v = verify(lower.lower(make_request("TADD", "8x64", "f32", arch="a5")), seed=0)
+    assert v.ok and "divergence" not in v.note
+
+
 def test_value_and_index_part_ops_need_one_width_for_values_and_indices():
     with pytest.raises(NotModelledError, match="--idx-dtype i16 or u16"):
         lower.strategies(make_request("TPARTARGMAX", "4x64", "f16", arch="a5", idx_dtype="i32"))

@@ -412,15 +412,26 @@ def test_a_partial_trace_refines_the_table_instead_of_replacing_it(tmp_path):
     from costmodel.models.params import ParamRow, read_table
     from fit.params_io import merge_rows, write_params
 
-    def row(name, value, n, term="p0"):
-        return ParamRow("a5", "vf", "op", name, "f32", "", "1d-post-update", "", term, value, None, n, None, "t")
+    def row(name, value, n, term="p0", scope="op"):
+        return ParamRow("a5", "vf", scope, name, "f32", "", "1d-post-update", "", term, value, None, n, None, "t")
 
     path = tmp_path / "p.csv"
-    write_params([row("TADD", 1.0, 5), row("TSUB", 2.0, 5), row("TMUL", 3.0, 4, "p1")], path, merge=False)
-    written = write_params([row("TADD", 10.0, 6), row("TMUL", 30.0, 0, "p1"), row("TNEG", 4.0, 0)], path)
+    write_params([row("TADD", 1.0, 50), row("TSUB", 2.0, 5), row("TMUL", 3.0, 4, "p1"), row("*", 9.0, 259, "d0", "dispatch"),
+                  row("*", 8.0, 10, "a0", "dispatch"), row("TCVT:8>32", 7.0, 0, "p1", "family")], path, merge=False)
+    written = write_params([row("TADD", 10.0, 6), row("TMUL", 30.0, 0, "p1"), row("TNEG", 4.0, 0),
+                            row("*", 90.0, 22, "d0", "dispatch"), row("*", 80.0, 22, "a0", "dispatch"),
+                            row("TCVT:8>32", 70.0, 0, "p1", "family")], path)
     got = {(r.name, r.term): (r.value, r.n_obs) for r in read_table(path).rows}
-    assert got == {("TADD", "p0"): (10.0, 6), ("TSUB", "p0"): (2.0, 5), ("TMUL", "p1"): (3.0, 4), ("TNEG", "p0"): (4.0, 0)}
-    assert (written.rows, written.refitted, written.kept) == (4, 2, 2)
+    assert got == {
+        ("TADD", "p0"): (10.0, 6),      # an op's own row: replaced by the op's new measurements, however few
+        ("TSUB", "p0"): (2.0, 5),       # another op's: kept
+        ("TMUL", "p1"): (3.0, 4),       # not replaced by a value fitted without observations
+        ("TNEG", "p0"): (4.0, 0),       # new key: added
+        ("*", "d0"): (9.0, 259),        # shared, better supported in the table: kept
+        ("*", "a0"): (80.0, 22),        # shared, better supported by the fit: replaced
+        ("TCVT:8>32", "p1"): (7.0, 0),  # a family value derived without observations: kept
+    }
+    assert (written.rows, written.refitted, written.kept) == (7, 3, 4)
     assert merge_rows([], [row("TADD", 1.0, 0)])[1] == 0
 
 

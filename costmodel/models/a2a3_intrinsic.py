@@ -9,7 +9,6 @@ their own terms. Because the cost is linear in the parameters, `fit/` can regres
 """
 from __future__ import annotations
 
-import functools
 import math
 from collections import defaultdict
 
@@ -18,7 +17,7 @@ from ..isa_a2a3 import (FULL_MASK, Addr, CopyGmToUb, CopyUB, CopyUbToGm, PipeBar
                         SetSaturation, SetVectorMask, TransposeMove, VecOp)
 from ..plan import Plan
 from . import provenance
-from .params import ParamTable, shipped
+from .params import ParamRow, ParamTable, shipped
 
 BINARY_ALU = {"vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vand", "vor"}
 TERMS = ("startup", "repeats", "count_floor", "mask_mode", "barrier", "copy", "transfer", "scalar")
@@ -117,26 +116,39 @@ def param_value(table: ParamTable, key: str) -> float:
     A (class, dtype) row wins; otherwise the class row plus the dtype's shared adjustment (`dtype_delta` rows,
     fitted when several classes show the same dtype effect); the `default` class covers unknown intrinsics.
     """
+    return sum(r.value for r in param_rows(table, key))
+
+
+def param_rows(table: ParamTable, key: str) -> tuple[ParamRow, ...]:
+    """Return the rows whose values sum to the parameter of feature `key` (`param_value`)."""
     kind, cls, dt = split_key(key)
     _, scope, term = KINDS[kind]
     if scope == "control":
-        return table.value("a2a3", "intrinsic", "control", "*", term)
+        row = table.lookup("a2a3", "intrinsic", "control", "*", term)
+        if row is None:
+            raise KeyError(("a2a3", "intrinsic", "control", "*", term))
+        return (row,)
     for name in (cls, "default"):
         row = table.lookup("a2a3", "intrinsic", "intrinsic", name, term, dtype=dt)
         if row is None:
             continue
         if row.dtype == dt:
-            return row.value
+            return (row,)
         delta = table.lookup("a2a3", "intrinsic", "dtype_delta", "*", term, dtype=dt)
-        return row.value + (delta.value if delta is not None and delta.dtype == dt else 0.0)
+        return (row, delta) if delta is not None and delta.dtype == dt else (row,)
     raise KeyError(f"no a2a3 parameter {term} for {cls}")
 
 
-@functools.lru_cache(maxsize=8)
-def _fits(table: ParamTable) -> str:
-    """The fits that wrote a table's A2/A3 intrinsic rows."""
-    fits = sorted({r.source.split(";")[0] for r in table.rows if r.arch == "a2a3" and r.form == "intrinsic"})
-    return "; ".join(fits[:3]) + (" ..." if len(fits) > 3 else "")
+def rows_provenance(table: ParamTable, rows) -> dict:
+    """Return the provenance of an estimate priced from `rows`: the table, each class (or control, or dtype
+    adjustment) read with the observations its fit had (the fewest over its terms), and the fits that wrote them."""
+    seen: dict[str, int] = {}
+    for r in rows:
+        label = " ".join(x for x in (r.name if r.scope == "intrinsic" else r.scope, r.dtype) if x and x != "*")
+        seen[label] = min(seen.get(label, r.n_obs), r.n_obs)
+    fits = sorted({r.source.split(";")[0] for r in rows})
+    return provenance.table(table.path, rows=", ".join(f"{k} (n {n})" for k, n in sorted(seen.items())),
+                            fitted_from="; ".join(fits))
 
 
 class IntrinsicModel:
@@ -152,10 +164,10 @@ class IntrinsicModel:
         """Return (cycles, breakdown) of the plan; the breakdown terms sum to the cycles."""
         table = self.table or shipped()
         terms = dict.fromkeys(TERMS, 0.0)
-        classes = set()
+        used: list[ParamRow] = []
         for key, count in plan_features(plan).items():
-            terms[KINDS[split_key(key)[0]][0]] += count * param_value(table, key)
-            classes.add(split_key(key)[1])
-        rows = "intrinsic classes " + " ".join(sorted(c for c in classes if c))
-        self.provenance = {"formula": provenance.table(table.path, rows=rows, fitted_from=_fits(table))}
+            rows = param_rows(table, key)
+            terms[KINDS[split_key(key)[0]][0]] += count * sum(r.value for r in rows)
+            used += rows
+        self.provenance = {"formula": rows_provenance(table, used)}
         return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)

@@ -84,7 +84,9 @@ def body_signature(plan: Plan) -> str:
     number of ops on it — the SFU (exp, ln, sqrt, div) if any op uses it, else conversions, else the simple EXU ops
     (costmodel.md §8 functional units). Ops with one signature emit the same work per chunk (TADD/TSUB/TMUL: two
     loads, one simple op, one store) and measure alike: within 1-2 cycles at every shape measured for several of
-    them; an SFU-bound chunk measures the same with or without a simple op beside it (TDIVS = TRECIP)."""
+    them; an SFU-bound chunk measures the same with or without a simple op beside it (TDIVS = TRECIP). Two or more
+    ops beside the busiest unit's (a chain such as TFMODS's divide, truncate, multiply, subtract) are counted (` +3`):
+    nothing measured shows them free, so such a chunk shares no measured body."""
     from .a5_pipeline_uarch import CONVERT_OPS, SFU_OPS
 
     loads = stores = 0
@@ -99,4 +101,5 @@ def body_signature(plan: Plan) -> str:
             if unit == "vector":
                 ops["sfu" if ins.op in SFU_OPS else "cvt" if ins.op in CONVERT_OPS else "simple"] += 1
     busy = next((u for u in ("sfu", "cvt") if ops[u]), "simple")
-    return f"ld{loads} st{stores} {busy}{ops[busy]}"
+    others = sum(ops.values()) - ops[busy]
+    return f"ld{loads} st{stores} {busy}{ops[busy]}" + (f" +{others}" if others > 1 else "")

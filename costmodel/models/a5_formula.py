@@ -241,6 +241,12 @@ class A5FormulaModel:
             table.path, rows=row and " ".join(x for x in (row.scope, row.name, row.dtype, row.dst_dtype, row.strategy,
                                                           row.op_params) if x),
             fitted_from=row and row.source, n_obs=row and row.n_obs, cv_mape=row and row.cv_mape)}
+        if "q" not in d or "ac" in d:  # the shared dispatch bound (hard-max keys) or the address bound is read too
+            shared = table.lookup("a5", "vf", "dispatch", "*", "a0" if "ac" in d else "d0", strategy=key["strategy"])
+            if shared is not None:
+                self.provenance["dispatch"] = provenance.table(
+                    table.path, rows=f"dispatch {shared.strategy}" + (" (address bound)" if "ac" in d else ""),
+                    fitted_from=shared.source, n_obs=shared.n_obs)
         types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
         self.source_note = {"key": "" if error is None else
                                    f"typical error {error[0]:.1f} %: the mean error on {error[1]} measured "

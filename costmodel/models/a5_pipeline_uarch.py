@@ -155,14 +155,31 @@ def path_in_use() -> str:
 
 
 def shipped() -> A5Uarch:
-    """Return the pipeline parameters in use (`path_in_use`)."""
-    return _load(path_in_use())
+    """Return the pipeline parameters in use (`path_in_use`), read again when the file changes."""
+    import os
+
+    path = path_in_use()
+    try:
+        st = os.stat(path)
+    except OSError:
+        return read_params(path)[0]  # its error names the missing file
+    return _load(path, st.st_mtime_ns, st.st_size)
 
 
-@functools.cache
 def fit_summary(path: str) -> str:
     """Return what the fit that wrote a parameter file says of itself (its `# trace=... n_obs=...` header line), or
     ''."""
+    import os
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return _fit_summary(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _fit_summary(path: str, _mtime_ns: int, _size: int) -> str:
     try:
         with open(path, encoding="utf-8") as fh:
             return next((line[1:].strip() for line in fh if line.startswith("# trace=")), "")
@@ -170,6 +187,6 @@ def fit_summary(path: str) -> str:
         return ""
 
 
-@functools.cache
-def _load(path: str | None) -> A5Uarch:
+@functools.lru_cache(maxsize=8)
+def _load(path: str, _mtime_ns: int, _size: int) -> A5Uarch:
     return read_params(path)[0]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,16 +106,20 @@ def read_table(path: str | Path) -> ParamTable:
 def path_in_use() -> str:
     """Return the path of the parameter table in use: $PTO_COST_PARAMS when set (a user's own fit), else the shipped
     one."""
-    import os
 
     return os.environ.get("PTO_COST_PARAMS") or str(data_path("formula_params.csv"))
 
 
 def shipped() -> ParamTable:
-    """Return the parameter table in use (`path_in_use`)."""
-    return _load(path_in_use())
+    """Return the parameter table in use (`path_in_use`), read again when the file changes (a refit in place)."""
+    path = path_in_use()
+    try:
+        st = os.stat(path)
+    except OSError:
+        return read_table(path)  # its error names the missing table
+    return _load(path, st.st_mtime_ns, st.st_size)
 
 
-@functools.cache
-def _load(path: str) -> ParamTable:
+@functools.lru_cache(maxsize=8)
+def _load(path: str, _mtime_ns: int, _size: int) -> ParamTable:
     return read_table(path)
