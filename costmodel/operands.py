@@ -29,7 +29,7 @@ def _scalar(inst: Instruction, dt: DType, value: Any) -> int | float:
         except ValueError:
             raise ParamError(f"--scalar {value!r} is not a number") from None
     if dt.is_integer:
-        if float(value) != int(value):
+        if not math.isfinite(float(value)) or float(value) != int(value):
             raise ParamError(f"{inst.name} on {dt} needs an integer scalar; got {value!r}")
         import numpy as np
 

@@ -132,6 +132,8 @@ def test_bad_trace_files_are_one_line_exit_2(tmp_path):
     (["estimate", "TMINS", "--shape", "64x64", "--dtype", "f17"], "unknown dtype"),
     (["estimate", "TDIVS", "--shape", "64x64", "--dtype", "f32", "--scalar", "0"], "divides by zero"),
     (["estimate", "TMINS", "--shape", "64x64", "--dtype", "i16", "--scalar", "1.5"], "integer scalar"),
+    (["estimate", "TADDS", "--shape", "8x64", "--dtype", "i32", "--scalar", "nan"], "needs an integer scalar; got nan"),
+    (["estimate", "TADDS", "--shape", "8x64", "--dtype", "i32", "--scalar", "-inf"], "needs an integer scalar"),
     (["estimate", "TMINS", "--dtype", "f16"], "--shape"),
     (["estimate", "TMINS", "--shape", "64x64", "--nonsense"], "nonsense"),
     (["ops", "--family", "nope"], "unknown family"),
