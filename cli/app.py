@@ -531,11 +531,18 @@ def fit_cmd(
         if model in ("pipeline", "all"):
             check_params_path(pipeline_output, pipeline=True)
     run = fit_traces(traces, k=cv, model=model, group_by=cv_group)
-    written = None if dry_run or not run.rows else write_params(run.rows, output)
-    if run.pipeline is not None and not dry_run:
+    written = None
+    if not dry_run:  # both tables or neither: each is written to a temporary file, renamed once both are written
+        from contextlib import ExitStack
+
+        from fit.io import atomic_path
         from fit.pipeline_fit import write_params as write_pipeline
 
-        write_pipeline(run.pipeline, pipeline_output)
+        with ExitStack() as files:
+            if run.rows:
+                written = write_params(run.rows, output, into=files.enter_context(atomic_path(output)))
+            if run.pipeline is not None:
+                write_pipeline(run.pipeline, pipeline_output, into=files.enter_context(atomic_path(pipeline_output)))
     if json_out:
         render.emit_json({"output": None if dry_run else output, "rows_written": written.rows if written else 0,
                           "rows_refitted": written.refitted if written else 0,

@@ -87,20 +87,24 @@ def check_params_path(path: str | os.PathLike, *, pipeline: bool = False) -> Non
         read_table(target)
 
 
-def write_params(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool = True) -> Written:
+def write_params(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool = True, into: Path | None = None) -> Written:
     """Write `rows` atomically, merged into the existing table at `path`, or where there is none into the table in
-    use ($PTO_COST_PARAMS, else the shipped one: a new file is a whole table); returns what was written."""
+    use ($PTO_COST_PARAMS, else the shipped one: a new file is a whole table); returns what was written. With `into`,
+    write that temporary file, which the caller's `atomic_path` of `path` renames (so two tables can be written
+    together: both or neither)."""
     from costmodel.models.params import shipped
 
     target = Path(path)
+    if into is None:
+        with atomic_path(target) as tmp:
+            return write_params(rows, target, merge=merge, into=tmp)
     fresh, kept = {id(r) for r in rows}, 0
     if merge:
         rows, kept = merge_rows((read_table(target) if target.exists() else shipped()).rows, rows)
-    with atomic_path(target) as tmp:
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(COLUMNS)
-            for r in rows:
-                w.writerow([FORMAT_VERSION, r.arch, r.form, r.scope, r.name, r.dtype, r.dst_dtype, r.strategy,
-                            r.op_params, r.term, _fmt(float(r.value)), _fmt(r.stderr), r.n_obs, _fmt(r.cv_mape), r.source])
+    with open(into, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(COLUMNS)
+        for r in rows:
+            w.writerow([FORMAT_VERSION, r.arch, r.form, r.scope, r.name, r.dtype, r.dst_dtype, r.strategy,
+                        r.op_params, r.term, _fmt(float(r.value)), _fmt(r.stderr), r.n_obs, _fmt(r.cv_mape), r.source])
     return Written(len(rows), sum(id(r) in fresh for r in rows), kept)

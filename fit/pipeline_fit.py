@@ -337,15 +337,24 @@ def fit_report(fit: PipelineFit) -> str:
     return "\n".join(lines)
 
 
-def write_params(fit: PipelineFit, path: str | os.PathLike | None = None) -> Path:
-    """Write every A5Uarch field (fitted ones with stderr and n_obs) as CSV, atomically."""
-    import csv
-
+def write_params(fit: PipelineFit, path: str | os.PathLike | None = None, *, into: Path | None = None) -> Path:
+    """Write every A5Uarch field (fitted ones with stderr and n_obs) as CSV, atomically (or into `into`, a temporary
+    file the caller's `atomic_path` of `path` renames)."""
     from costmodel._data import data_path
 
     path = Path(path) if path else data_path(PARAMS_FILE)
+    if into is None:
+        with atomic_path(path) as tmp:
+            return write_params(fit, path, into=tmp)
+    _write_table(fit, into)
+    return path
+
+
+def _write_table(fit: PipelineFit, tmp: Path) -> None:
+    import csv
+
     units = {f[0]: f[4] for f in FREE}
-    with atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
         fh.write(f"# A5 VF pipeline parameters (costmodel/models/a5_pipeline_uarch.py); written by "
                  f"fit/pipeline_fit.py\n# trace={fit.trace_name or 'unknown'} n_obs={fit.n_rows} "
                  f"loss=soft_l1 on relative error; window profiled over {sorted(fit.window_profile)}\n")
@@ -363,7 +372,6 @@ def write_params(fit: PipelineFit, path: str | os.PathLike | None = None) -> Pat
             else:
                 unit = "ports" if f.name.endswith("ports") else "cycles"
                 w.writerow([f.name, f"{v:.6g}", "", unit, 0, FIXED_SOURCE.get(f.name, "fixed: no data moves it")])
-    return path
 
 
 def main(argv: list[str] | None = None) -> int:
