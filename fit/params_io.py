@@ -87,7 +87,8 @@ def check_params_path(path: str | os.PathLike, *, pipeline: bool = False) -> Non
         read_table(target)
 
 
-def write_params(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool = True, into: Path | None = None) -> Written:
+def write_params(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool = True,
+                 into: Path | None = None) -> Written:
     """Write `rows` atomically, merged into the existing table at `path`, or where there is none into the table in
     use ($PTO_COST_PARAMS, else the shipped one: a new file is a whole table); returns what was written. With `into`,
     write that temporary file, which the caller's `atomic_path` of `path` renames (so two tables can be written

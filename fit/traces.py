@@ -222,7 +222,8 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
         measured = df[clean & pd.to_numeric(df["measured_cycles"], errors="coerce").notna()]
         for idx in conflicting_duplicates(measured):
             lines = ", ".join(str(int(x)) for x in df.loc[idx, LINE])
-            msg = f"conflicting duplicates ({df.attrs.get('line_unit', 'line')}s {lines}) measured {', '.join(f'{v:g}' for v in df.loc[idx, 'measured_cycles'])}"
+            said = ", ".join(f"{v:g}" for v in df.loc[idx, "measured_cycles"])
+            msg = f"conflicting duplicates ({df.attrs.get('line_unit', 'line')}s {lines}) measured {said}"
             problems.extend(Problem(int(line), "measured_cycles", msg) for line in df.loc[idx, LINE])
     bad_lines = {p.line for p in problems}
     good = df[~df[LINE].isin(bad_lines)].copy()
