@@ -218,6 +218,7 @@ def test_a_float_modulo_that_departs_from_the_golden_says_why():
 def test_value_and_index_part_ops_need_one_width_for_values_and_indices():
     with pytest.raises(NotModelledError, match="--idx-dtype i16 or u16"):
         lower.strategies(make_request("TPARTARGMAX", "4x64", "f16", arch="a5", idx_dtype="i32"))
+    assert costmodel.modelled_dtypes("TPARTARGMAX", "a5") == ("f16", "f32")  # f16 with 16-bit indices
 
 
 @SETTINGS
