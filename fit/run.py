@@ -53,9 +53,10 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
     """Fit the models of every arch present in the traces; returns the run (rows not yet written)."""
     from .metrics import summary
 
-    frames, problems = [], []
+    frames, problems, unit = [], [], {}
     for path in paths:
         raw = read_trace(path)
+        unit[Path(path).name] = raw.attrs.get("line_unit", "line")  # a Parquet file has rows, not lines
         if "measured_cycles" in raw.attrs.get("added_columns", ()):
             raise TraceError(f"{path}: no measured_cycles column; fit needs measured cycles (`pto-cost predict` "
                              "prices cases without them)")
@@ -66,10 +67,11 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
     trace = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if len(paths) > 1 and not trace.empty:  # each file was checked on its own; the same case in two must agree too
         for idx in conflicting_duplicates(trace):
-            where = ", ".join(f"{t} line {n}" for t, n in trace.loc[idx, ["trace", LINE]].itertuples(index=False))
+            at = list(trace.loc[idx, ["trace", LINE]].itertuples(index=False))
+            where = ", ".join(f"{t} {unit[t]} {n}" for t, n in at)
             said = ", ".join(f"{v:g}" for v in trace.loc[idx, "measured_cycles"])
             problems += [Problem(int(n), "measured_cycles", f"conflicting duplicates across traces ({where}) measured "
-                                 f"{said}", source=t) for t, n in trace.loc[idx, ["trace", LINE]].itertuples(index=False)]
+                                 f"{said}", source=t, unit=unit[t]) for t, n in at]
             trace = trace.drop(index=idx)
         trace = trace.reset_index(drop=True)
     if trace.empty:
