@@ -526,6 +526,10 @@ def fit_cmd(
     if not dry_run:  # before a fit of up to a minute: where it will write must take the result
         from fit.params_io import check_params_path
 
+        if model == "all" and Path(output).resolve() == Path(pipeline_output).resolve():
+            raise PtoCostError(f"-o and --pipeline-output are both {output}: the formula and pipeline tables need "
+                               "a file each")
+
         if model in ("formula", "all"):
             check_params_path(output)
         if model in ("pipeline", "all"):

@@ -280,6 +280,8 @@ def fit_text(run, output: str | None, written, pipeline_output: str | None = Non
             con.print(plain(f"  {where}: {msgs[0]}{more}"))
         if len(by_line) > 12:
             con.print(f"  … and {len(by_line) - 12} more rows")
+    if run.repeats:
+        con.print(plain(f"{run.repeats} repeated run(s) of a case averaged into it: one observation per case"))
     for sec in run.sections:
         cv = sec["cv"]
         con.print(f"\n[bold]{sec['arch']} {sec['model']}[/]: " + plain(f"chose {sec['choice']}; {sec['accuracy']}: ")

@@ -366,7 +366,10 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             if got is None:
                 continue
             values, se = {**got[0], **got[1]}, smooth.stderrs({**key, "strategy": strategy})
-            for t in list(fm.TERMS[strategy[:2]]) + list(fm.D_TERMS) + ["q"]:
+            # the address bound it was fitted with, as its own rows (a0, and ac per chunk for its loads and stores):
+            # a later fit of other ops that moves the shared bound leaves this key's cycles as fitted
+            own_bound = list(fm.OWN_ADDRESS_TERMS) if "ac" in values else []
+            for t in list(fm.TERMS[strategy[:2]]) + list(fm.D_TERMS) + ["q"] + own_bound:
                 out.append(ParamRow("a5", "vf", scope, name, dtype, dst, strategy, op_params, t, float(values[t]),
                                     se.get(t), n, cv, note(strategy)))
 

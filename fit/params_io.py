@@ -59,9 +59,19 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow]
     table instead of replacing it. Rows are grouped by (arch, form) in sorted order, each group keeping its order, so
     the layout does not depend on which fit wrote last."""
     by_key = {_key(r): r for r in old}
+    refit_classes = set()
     for r in new:
         if replaces(r, by_key.get(_key(r))):
             by_key[_key(r)] = r
+            if r.scope == "intrinsic" and r.dtype == "*":
+                refit_classes.add((r.arch, r.form, r.name, r.term))
+    # an A2/A3 class refitted without dtype effects: its old per-dtype rows would still win the lookup (a (class,
+    # dtype) row beats the class row) and hide the refit, so they go unless this fit wrote them too
+    written = {_key(r) for r in new}
+    for k, r in list(by_key.items()):
+        if r.scope == "intrinsic" and r.dtype != "*" and (r.arch, r.form, r.name, r.term) in refit_classes \
+                and k not in written:
+            del by_key[k]
     merged = list(by_key.values())
     fresh = {id(r) for r in new}
     groups = {(r.arch, r.form) for r in new}

@@ -9,7 +9,7 @@ import pandas as pd
 
 from costmodel.errors import TraceError
 
-from .traces import LINE, Problem, check_trace, conflicting_duplicates, read_trace
+from .traces import LINE, Problem, check_trace, conflicting_duplicates, measured_keys, read_trace
 
 
 @dataclass
@@ -21,6 +21,7 @@ class FitRun:
     rows: list = field(default_factory=list)
     pipeline: object = None
     traces: tuple[str, ...] = ()  # the files read
+    repeats: int = 0  # rows that repeated a case already in the traces, averaged into it
 
 
 def outliers(frame: pd.DataFrame, predicted: np.ndarray, *, floor: float = 5.0) -> pd.DataFrame:
@@ -74,10 +75,17 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                                  f"{said}", source=t, unit=unit[t]) for t, n in at]
             trace = trace.drop(index=idx)
         trace = trace.reset_index(drop=True)
+    repeats = 0
+    if len(trace) > 1:  # repeated runs of a case (within the noise) are one observation, at their mean
+        keys = measured_keys(trace)
+        repeats = int(keys.duplicated().sum())
+        if repeats:
+            mean = trace.groupby(keys)["measured_cycles"].transform("mean")
+            trace = trace.assign(measured_cycles=mean)[~keys.duplicated()].reset_index(drop=True)
     if trace.empty:
         raise TraceError("no usable trace rows: " + ("; ".join(str(p) for p in problems[:3]) if problems else
                                                      "the traces hold a header and no data rows"))
-    run = FitRun(problems, traces=tuple(Path(p).name for p in paths))
+    run = FitRun(problems, traces=tuple(Path(p).name for p in paths), repeats=repeats)
     source = "+".join(sorted(trace["trace"].unique()))
     arches = set(trace["arch"].str.lower())
     if model == "pipeline" and "a5" not in arches:

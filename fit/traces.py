@@ -238,11 +238,11 @@ REPEAT_TOLERANCE = 2.0
 
 
 def conflicting_duplicates(df: pd.DataFrame) -> list[pd.Index]:
-    """Return the index of each group of rows that measure the same request (`_measured_keys`) and disagree by more
+    """Return the index of each group of rows that measure the same request (`measured_keys`) and disagree by more
     than the profiler's noise (REPEAT_TOLERANCE); repeats within it are kept, as repeated runs."""
     if len(df) < 2:
         return []
-    keys = _measured_keys(df)
+    keys = measured_keys(df)
     out = []
     for _, g in pd.to_numeric(df["measured_cycles"]).groupby(keys, sort=False):
         if len(g) > 1 and g.max() - g.min() > REPEAT_TOLERANCE:
@@ -250,7 +250,7 @@ def conflicting_duplicates(df: pd.DataFrame) -> list[pd.Index]:
     return out
 
 
-def _measured_keys(df: pd.DataFrame) -> pd.Series:
+def measured_keys(df: pd.DataFrame) -> pd.Series:
     """Return a label per row that two rows share when they measure the same thing: the request each builds (so
     `ON` and `on`, `fp32` and `float32`, `CAST_RINT` and `rint` agree), or, for a row no request can be built from,
     its key columns as text."""

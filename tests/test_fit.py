@@ -604,6 +604,8 @@ def test_fit_refuses_what_it_cannot_do_before_fitting(tmp_path):
         ([str(trace), "-o", str(trace)], "not a parameter table"),
         ([str(trace), "--model", "pipeline", "--pipeline-output", str(tmp_path / "p.csv")], "pipeline model is A5's"),
         ([str(a5), "-o", str(tmp_path / "y.csv")], "one; add rows of another tile shape"),
+        ([str(trace), "--model", "all", "-o", str(tmp_path / "z.csv"), "--pipeline-output", str(tmp_path / "z.csv")],
+         "need a file each"),
     ]
     if os.geteuid() != 0:  # root writes anywhere
         cases.append(([str(trace), "-o", str(locked / "x.csv")], "is not writable"))
@@ -630,3 +632,46 @@ def test_traces_fitted_together_must_agree_on_a_case(tmp_path):
     bad = json.loads(r.stdout)["bad_rows"]
     assert len(bad) == 2 and all("conflicting duplicates across traces" in b for b in bad)
     assert any(b.startswith(f"{trace.name} line 2") for b in bad) and any(b.startswith("other.csv line 2") for b in bad)
+
+
+def test_a_refitted_class_replaces_its_per_dtype_rows_and_repeats_are_one_observation(tmp_path):
+    """A2/A3: a class refitted without dtype effects drops the table's (class, dtype) rows that would hide it; a
+    trace's repeated runs of a case are averaged into one observation (they must not outvote the shared rows)."""
+    from costmodel.models.params import ParamRow
+    from fit.params_io import merge_rows
+    from fit.run import fit_traces
+
+    def row(dtype, value, n, term="head"):
+        return ParamRow("a2a3", "intrinsic", "intrinsic", "vadd", dtype, "", "*", "", term, value, None, n, None, "t")
+
+    merged, _ = merge_rows([row("f32", 1.0, 1), row("i32", 2.0, 1), row("*", 3.0, 2), row("f32", 4.0, 1, "tail")],
+                           [row("*", 30.0, 3)])
+    assert {(r.dtype, r.term): r.value for r in merged} == {("*", "head"): 30.0, ("f32", "tail"): 4.0}
+    trace = _synthetic_a2a3_trace(tmp_path)
+    twice = tmp_path / "twice.csv"
+    lines = trace.read_text().splitlines()
+    twice.write_text("\n".join(lines + lines[1:]) + "\n")
+    once, again = fit_traces([str(trace)]), fit_traces([str(twice)])
+    assert again.repeats == len(lines) - 1 and once.repeats == 0
+    assert [(r.name, r.term, r.value, r.n_obs) for r in again.rows] == [(r.name, r.term, r.value, r.n_obs) for r in once.rows]
+
+
+def test_an_op_keeps_the_address_bound_it_was_fitted_with():
+    """A5: a key's own a0/ac rows win over the shared dispatch rows, so a later fit of other ops that moves the shared
+    address bound leaves this key's cycles as fitted."""
+    from costmodel.models import a5_formula as fm
+    from costmodel.models.params import ParamRow, ParamTable
+
+    s = "2d-no-post-update"
+
+    def row(scope, name, term, value):
+        return ParamRow("a5", "vf", scope, name, "f32" if scope == "op" else "*", "", s, "", term, value, None, 1, None, "t")
+
+    own = [row("op", "TADD", t, v) for t, v in (("p0", 40.0), ("p1", 2.0), ("d0", 50.0), ("d1", 1.0), ("q", 8.0),
+                                                 ("a0", 30.0), ("ac", 2.5))]
+    shared = [row("dispatch", "*", t, v) for t, v in (("a0", 99.0), ("al", 9.0), ("as", 9.0))]
+    key = {"name": "TADD", "dtype": "f32", "dst_dtype": "", "strategy": s, "op_params": ""}
+    _, d, _ = fm.lookup(ParamTable(own + shared), key, "ld2 st1 simple1")
+    assert (d["a0"], d["ac"]) == (30.0, 2.5)
+    _, d, _ = fm.lookup(ParamTable([r for r in own if r.term not in ("a0", "ac")] + shared), key, "ld2 st1 simple1")
+    assert (d["a0"], d["ac"]) == (99.0, 9.0 * 2 + 9.0)  # no copy of its own: the shared bound, two loads one store

@@ -51,6 +51,7 @@ TERMS = {"1d": ("p0", "p1", "p5"), "2d": ("p0", "p1", "p2", "p3", "p4")}  # the 
 D_TERMS = ("d0", "d1", "d2", "d3")
 D_FEATURE = {"d0": "p0", "d1": "p1", "d2": "p2", "d3": "p3"}  # the feature each dispatch term multiplies
 A_TERMS = ("a0", "al", "as")  # the address bound's start and cost per explicit load / store and chunk
+OWN_ADDRESS_TERMS = ("a0", "ac")  # a key's own copy of its address bound: start, cost per chunk of its accesses
 ADDRESS_FORM = "2d-no-post-update"  # the loop form whose accesses all compute their address (costmodel.md §7)
 # how the breakdown names each term of the binding bound
 ROLE = {"p0": "startup", "d0": "startup", "p1": "iterations", "p4": "iterations", "d1": "iterations",
@@ -119,7 +120,7 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
     for scope, name, fields in sources:
         p: dict[str, float] = {}
         own: dict[str, float] = {}
-        for t in P_TERMS + D_TERMS + ("q",):
+        for t in P_TERMS + D_TERMS + ("q",) + OWN_ADDRESS_TERMS:
             row = _exact_row(table, scope, name, t, key["strategy"], fields)
             if row is not None:
                 (p if t in P_TERMS else own)[t] = row.value
@@ -134,18 +135,18 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
         if row is not None and (t in D_TERMS or row.strategy == key["strategy"]):
             dispatch[t] = row.value
     d = own or {t: dispatch.get(t, 0.0) for t in D_TERMS}
-    if "q" in d:
+    if "q" in d and "ac" not in d:  # a key without its own copy of the address bound reads the shared one
         d = {**d, **address_terms(dispatch, sig, key["strategy"])}
     return p, d, src
 
 
-def source_row(table: ParamTable, key: dict[str, str], sig: str, src: str):
-    """Return the per-chunk row (p1) of the parameters `lookup` found for a key from `src` ("key", "family" or
-    "body"): the row whose source, n and error describe them."""
+def source_row(table: ParamTable, key: dict[str, str], sig: str, src: str, term: str = "p1"):
+    """Return the row of `term` (by default the per-chunk p1: the row whose source, n and error describe them) of the
+    parameters `lookup` found for a key from `src` ("key", "family" or "body"), or None."""
     types = {"dtype": key["dtype"], "dst_dtype": key["dst_dtype"]}
     scope, name, fields = {"key": ("op", key["name"], {**types, "op_params": key["op_params"]}),
                            "family": ("family", family_of(key), {}), "body": ("body", sig, types)}[src]
-    return _exact_row(table, scope, name, "p1", key["strategy"], fields)
+    return _exact_row(table, scope, name, term, key["strategy"], fields)
 
 
 def _exact_row(table: ParamTable, scope: str, name: str, term: str, strategy: str, fields: dict[str, str]):
@@ -241,11 +242,12 @@ class A5FormulaModel:
             table.path, rows=row and " ".join(x for x in (row.scope, row.name, row.dtype, row.dst_dtype, row.strategy,
                                                           row.op_params) if x),
             fitted_from=row and row.source, n_obs=row and row.n_obs, cv_mape=row and row.cv_mape)}
-        if "q" not in d or "ac" in d:  # the shared dispatch bound (hard-max keys) or the address bound is read too
-            shared = table.lookup("a5", "vf", "dispatch", "*", "a0" if "ac" in d else "d0", strategy=key["strategy"])
+        shared_bound = "ac" in d and source_row(table, key, sig, src, "ac") is None
+        if "q" not in d or shared_bound:  # the shared dispatch bound (hard-max keys) or address bound is read too
+            shared = table.lookup("a5", "vf", "dispatch", "*", "a0" if shared_bound else "d0", strategy=key["strategy"])
             if shared is not None:
                 self.provenance["dispatch"] = provenance.table(
-                    table.path, rows=f"dispatch {shared.strategy}" + (" (address bound)" if "ac" in d else ""),
+                    table.path, rows=f"dispatch {shared.strategy}" + (" (address bound)" if shared_bound else ""),
                     fitted_from=shared.source, n_obs=shared.n_obs)
         types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
         self.source_note = {"key": "" if error is None else
