@@ -65,12 +65,15 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow]
             by_key[_key(r)] = r
             if r.scope == "intrinsic" and r.dtype == "*":
                 refit_classes.add((r.arch, r.form, r.name, r.term))
-    # an A2/A3 class refitted without dtype effects: its old per-dtype rows would still win the lookup (a (class,
-    # dtype) row beats the class row) and hide the refit, so they go unless this fit wrote them too
+    # rows the fit's own rows make stale go unless this fit wrote them too: an A2/A3 class refitted without dtype
+    # effects would still be priced by its old per-dtype rows (a (class, dtype) row beats the class row), and an A5
+    # key refitted in another form (smooth or hard max) would keep terms of the old one (its q)
     written = {_key(r) for r in new}
+    refit_keys = {_key(r)[:-1] for r in new if r.scope == "op" and by_key.get(_key(r)) is r}
     for k, r in list(by_key.items()):
-        if r.scope == "intrinsic" and r.dtype != "*" and (r.arch, r.form, r.name, r.term) in refit_classes \
-                and k not in written:
+        stale = ((r.scope == "intrinsic" and r.dtype != "*" and (r.arch, r.form, r.name, r.term) in refit_classes)
+                 or (r.scope == "op" and k[:-1] in refit_keys))
+        if stale and k not in written:
             del by_key[k]
     merged = list(by_key.values())
     fresh = {id(r) for r in new}

@@ -432,6 +432,10 @@ def test_a_partial_trace_refines_the_table_instead_of_replacing_it(tmp_path):
         ("TCVT:8>32", "p1"): (7.0, 0),  # a family value derived without observations: kept
     }
     assert (written.rows, written.refitted, written.kept) == (7, 3, 4)
+    # a key refitted in another form (here: without q) keeps none of the old form's terms
+    write_params([row("TSUB", 2.0, 5, "q")], path)
+    write_params([row("TSUB", 3.0, 6)], path)
+    assert {(r.name, r.term): r.value for r in read_table(path).rows if r.name == "TSUB"} == {("TSUB", "p0"): 3.0}
     assert merge_rows([], [row("TADD", 1.0, 0)])[1] == 0
 
 
