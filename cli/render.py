@@ -229,7 +229,8 @@ def validation_text(rep, name: str) -> None:
         c = o.get("strategies") or {}
         if c.get("requests"):
             con.print(f"strategies measured on one request ({counted(c['requests'], 'request')}, "
-                      f"{counted(c['pairs'], 'pair')}): order tau {c['order_tau']:.3f}; the predicted fastest is a measured fastest in {c['picked_fastest']:.0f} % "
+                      f"{counted(c['pairs'], 'pair')}): order tau {c['order_tau']:.3f}; the predicted fastest is a "
+                      f"measured fastest in {c['picked_fastest']:.0f} % "
                       f"of them, and costs {c['regret_mean']:.2f} % more than the measured fastest on average "
                       f"(p95 {c['regret_p95']:.2f} %, worst {c['regret_max']:.2f} %)")
         con.print(_metrics_table("per op", rep.per_op, ["arch", "op"]))

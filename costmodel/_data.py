@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import csv
 import functools
+import os
 from importlib import resources
 from pathlib import Path
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
 
 
 @functools.cache
@@ -27,3 +31,19 @@ def read_rows(name: str) -> tuple[dict[str, str], ...]:
     """Return the rows of a shipped CSV table as dicts of strings, in file order."""
     with open(data_path(name), newline="", encoding="utf-8") as fh:
         return tuple(dict(row) for row in csv.DictReader(fh))
+
+
+def per_file_version(read: Callable[[str], T]) -> Callable[[str], T]:
+    """Return `read(path)` cached per version of the file (its path, modification time and size): a file changed in
+    place is read again. A path that cannot be stat'ed is passed to `read` uncached, whose error or default says so."""
+    cached = functools.lru_cache(maxsize=8)(lambda path, _mtime_ns, _size: read(path))
+
+    @functools.wraps(read)
+    def versioned(path: str) -> T:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return read(path)
+        return cached(str(path), st.st_mtime_ns, st.st_size)
+
+    return versioned

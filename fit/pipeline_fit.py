@@ -105,8 +105,7 @@ def program_for(req):
     except ShapeError as exc:
         if "unified buffer" not in str(exc):
             raise
-        default, table = dispatch.strategies(req)
-        strategy = {k.lower(): k for k in table}.get((req.strategy or default).lower(), default)
+        strategy, _ = lower.pick_strategy(req, *dispatch.strategies(req))  # the UB check aside
         segs = vf.segments(req, strategy)
         return VfProgram(strategy, segs[0].kernel.epr, forms.emit(strategy, segs)), f"built without UB placement: {exc}"
 

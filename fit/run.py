@@ -68,11 +68,11 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
     trace = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if len(paths) > 1 and not trace.empty:  # each file was checked on its own; the same case in two must agree too
         for idx in conflicting_duplicates(trace):
-            at = list(trace.loc[idx, ["trace", LINE]].itertuples(index=False))
-            where = ", ".join(f"{t} {unit[t]} {n}" for t, n in at)
+            spots = [Problem(int(n), "measured_cycles", "", source=t, unit=unit[t])
+                     for t, n in trace.loc[idx, ["trace", LINE]].itertuples(index=False)]
             said = ", ".join(f"{v:g}" for v in trace.loc[idx, "measured_cycles"])
-            problems += [Problem(int(n), "measured_cycles", f"conflicting duplicates across traces ({where}) measured "
-                                 f"{said}", source=t, unit=unit[t]) for t, n in at]
+            message = f"conflicting duplicates across traces ({', '.join(p.where for p in spots)}) measured {said}"
+            problems += [replace(p, message=message) for p in spots]
             trace = trace.drop(index=idx)
         trace = trace.reset_index(drop=True)
     repeats = 0

@@ -54,7 +54,13 @@ def legal_strategies(req: Request) -> tuple[str, ...]:
 
 def resolve_strategy(req: Request) -> tuple[str, str]:
     """Return (strategy, source) where source is 'forced' or 'default'; raises StrategyError if illegal."""
-    default, table = strategies(req)
+    return pick_strategy(req, *strategies(req))
+
+
+def pick_strategy(req: Request, default: str, table: dict[str, str | None]) -> tuple[str, str]:
+    """Return (strategy, source) of a request among its strategies (`table`, as `strategies` gives it, with the
+    implementation's `default`): the one it names in any letter case ('forced'), else the default ('default');
+    raises StrategyError for an unknown or illegal name."""
     if req.strategy is None:
         return default, "default"
     match = {k.lower(): k for k in table}.get(req.strategy.lower())

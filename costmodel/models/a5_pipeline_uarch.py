@@ -8,9 +8,9 @@ means three accesses per two cycles.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, fields, replace
 
+from .._data import per_file_version
 from ..dtypes import dtype as as_dtype
 from ..errors import PtoCostError
 
@@ -156,30 +156,10 @@ def path_in_use() -> str:
 
 def shipped() -> A5Uarch:
     """Return the pipeline parameters in use (`path_in_use`), read again when the file changes."""
-    import os
-
-    path = path_in_use()
-    try:
-        st = os.stat(path)
-    except OSError:
-        return read_params(path)[0]  # its error names the missing file
-    return _load(path, st.st_mtime_ns, st.st_size)
+    return _load(path_in_use())
 
 
-def fit_summary(path: str) -> str:
-    """Return what the fit that wrote a parameter file says of itself (its `# trace=... n_obs=...` header line), or
-    ''."""
-    import os
-
-    try:
-        st = os.stat(path)
-    except OSError:
-        return ""
-    return _fit_summary(path, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=8)
-def _fit_summary(path: str, _mtime_ns: int, _size: int) -> str:
+def _fit_summary(path: str) -> str:
     try:
         with open(path, encoding="utf-8") as fh:
             return next((line[1:].strip() for line in fh if line.startswith("# trace=")), "")
@@ -187,6 +167,6 @@ def _fit_summary(path: str, _mtime_ns: int, _size: int) -> str:
         return ""
 
 
-@functools.lru_cache(maxsize=8)
-def _load(path: str, _mtime_ns: int, _size: int) -> A5Uarch:
-    return read_params(path)[0]
+# what the fit that wrote a parameter file says of itself (its `# trace=... n_obs=...` header line), or ''
+fit_summary = per_file_version(_fit_summary)
+_load = per_file_version(lambda path: read_params(path)[0])

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import csv
-import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._data import data_path
+from .._data import data_path, per_file_version
 from ..errors import TraceError
 
 KEY_FIELDS = ("arch", "form", "scope", "name", "dtype", "dst_dtype", "strategy", "op_params", "term")
@@ -112,14 +111,7 @@ def path_in_use() -> str:
 
 def shipped() -> ParamTable:
     """Return the parameter table in use (`path_in_use`), read again when the file changes (a refit in place)."""
-    path = path_in_use()
-    try:
-        st = os.stat(path)
-    except OSError:
-        return read_table(path)  # its error names the missing table
-    return _load(path, st.st_mtime_ns, st.st_size)
+    return _load(path_in_use())
 
 
-@functools.lru_cache(maxsize=8)
-def _load(path: str, _mtime_ns: int, _size: int) -> ParamTable:
-    return read_table(path)
+_load = per_file_version(read_table)

@@ -1,29 +1,25 @@
 """Where an estimate's parameters come from: the table file, its content digest, and the fit that wrote the rows."""
 from __future__ import annotations
 
-import functools
 import hashlib
-import os
 from typing import Any
 
+from .._data import per_file_version
 
-def digest(path: str) -> str:
-    """Return the first 12 hex digits of the file's SHA-256 (a table edited in place gets a new one), or '' if the
-    file cannot be read."""
+
+def _digest(path: str) -> str:
+    h = hashlib.sha256()
     try:
-        st = os.stat(path)
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
     except OSError:
         return ""
-    return _digest(str(path), st.st_mtime_ns, st.st_size)
-
-
-@functools.cache
-def _digest(path: str, mtime_ns: int, size: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
     return h.hexdigest()[:12]
+
+
+# the first 12 hex digits of the file's SHA-256 (a table edited in place gets a new one), or '' if it cannot be read
+digest = per_file_version(_digest)
 
 
 def table(path: str, **about: Any) -> dict[str, Any]:
