@@ -115,7 +115,7 @@ ALIGN_BITS = 256
 
 @functools.cache
 def _modelled(op: str) -> tuple[str, ...]:
-    """The op's A5 dtypes with a VF lowering (TPOW's integer and 16-bit float forms have none)."""
+    """The op's A5 dtypes with a VF lowering (TPOW's 8-bit and 16-bit float forms have none)."""
     return costmodel.modelled_dtypes(op, "a5")
 
 
@@ -421,6 +421,45 @@ def test_high_precision_recip_is_correctly_rounded(dt):
     got = after.tile(plan.buffer("dst").offset, plan.buffer("dst").tile)[:, :100]
     want = (1.0 / inputs["src"].astype(np.float64)).astype(as_dtype(dt).np)[:, :100]
     assert got.tobytes() == want.tobytes()
+
+
+# integer power -----------------------------------------------------------------------------------------------
+
+def _wrapped_pow(b: int, e: int, bits: int, signed: bool) -> int:
+    """b**e in a `bits`-wide integer: products wrap; a negative exponent truncates 1 / b**|e| toward zero."""
+    if e < 0:
+        return 0 if b == 0 else int(Fraction(1, b ** -e))
+    v = b ** e % (1 << bits)
+    return v - (1 << bits) if signed and v >= 1 << (bits - 1) else v
+
+
+@pytest.mark.parametrize("dt", ["i16", "u16", "i32", "u32"])
+def test_integer_power_wraps_and_truncates_negative_exponents(dt):
+    """isa.md §4: the integer path is an exact power loop; pow in double cast to T truncates 1/b^|e| (±1 for b = ±1,
+    0 otherwise). Every exponent bit is walked, so exponents past the type's half width still wrap correctly."""
+    t = as_dtype(dt)
+    signed = dt.startswith("i")
+    rng = np.random.default_rng(5)
+    base = rng.integers(-6 if signed else 0, 7, size=(2, 128))
+    expo = rng.integers(-3 if signed else 0, 2 * t.bits, size=(2, 128))
+    base[0, :6], expo[0, :6] = [1, -1 if signed else 3, 0, 2, 3, 5], [-3 if signed else 9, 5, 4, t.bits - 1, 9, 13]
+    req = make_request("TPOW", "2x128", dt, arch="a5", valid="2x120")
+    for strategy in legal_strategies(req):
+        plan = lower.lower(req, strategy)
+        inputs = make_inputs(plan, 4) | {"src0": base.astype(t.np), "src1": expo.astype(t.np)}
+        _, after = emu.run(plan, inputs, 4)
+        got = after.tile(plan.buffer("dst").offset, plan.buffer("dst").tile)[:, :120]
+        want = [[_wrapped_pow(int(b), int(e), t.bits, signed) for b, e in zip(br, er)] for br, er in
+                zip(base[:, :120], expo[:, :120])]
+        assert got.astype(np.int64).tolist() == want, strategy
+
+
+@pytest.mark.parametrize("scalar", [-1, 0, 7, 31])
+def test_integer_power_by_a_scalar_matches_the_golden(scalar):
+    req = make_request("TPOWS", "3x64", "i32", arch="a5", scalar=scalar, valid="3x50")
+    for strategy in legal_strategies(req):
+        v = verify(lower.lower(req, strategy), seed=scalar % 4)
+        assert v.ok, (strategy, v.note)
 
 
 # emulator semantics and broken programs ----------------------------------------------------------------------

@@ -123,13 +123,26 @@ def float_format(dt: DType) -> dict[str, int]:
             "HIDDEN": 1 << m, "NUM": 1 << (m + 1), "TWOB1": 2 * bias - 1, "TWOB": 2 * bias, "STEPS": m + 2}
 
 
+def integer_format(dt: DType) -> dict[str, int]:
+    """Return the constants of an integer type's sequences: its width, which is also the steps' trip count (one step
+    per bit)."""
+    return {"W": dt.bits, "STEPS": dt.bits}
+
+
 def compile_sequence(sections: dict[str, tuple[str, ...]], regs: Regs, dt: DType, pred: str | None, scalar):
-    """Compile a named sequence: returns (prologue, body) where `steps` becomes an inner loop of STEPS trips."""
-    consts = float_format(dt)
-    prologue = compile_block(sections.get("prologue", ()), regs, dt, None, scalar, consts)
-    body = compile_block(sections.get("body", ()), regs, dt, pred, scalar, consts)
-    steps = compile_block(sections.get("steps", ()), regs, dt, pred, scalar, consts)
+    """Compile a named sequence: returns (prologue, body) where `steps` becomes an inner loop of STEPS trips. A section
+    named `NAME:signed` follows NAME and is compiled only for a signed integer type."""
+    consts = integer_format(dt) if dt.is_integer else float_format(dt)
+    signed = dt.kind == "int"
+
+    def block(name: str, p: str | None) -> list:
+        stmts = sections.get(name, ()) + (sections.get(f"{name}:signed", ()) if signed else ())
+        return compile_block(stmts, regs, dt, p, scalar, consts)
+
+    prologue = block("prologue", None)
+    body = block("body", pred)
+    steps = block("steps", pred)
     if steps:
         body.append(Loop("k", consts["STEPS"], tuple(steps), "steps"))
-    body += compile_block(sections.get("epilogue", ()), regs, dt, pred, scalar, consts)
+    body += block("epilogue", pred)
     return prologue, body
