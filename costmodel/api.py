@@ -129,9 +129,6 @@ def best_strategy(op: str, shape: Any = None, dtype: Any = "f16", arch: str | No
 # Tall enough for every expand mode's column-major tile (32 rows for 8-bit types) and small enough for the largest
 # operand set (TPARTARGMAX f32: seven tiles) to fit the unified buffer, so a token fails here only for its dtypes.
 _PROBE_SHAPE = "32x128"
-# a dtype is modelled when some legal choice of the op's other operand types is: TPARTARGMAX f16 on A5 takes 16-bit
-# indices, not the default i32 (an op without the parameter refuses it, and the probe moves on)
-_PROBE_VARIANTS = ({}, {"idx_dtype": "i16"})
 
 
 def modelled_dtypes(op: str, arch: str) -> tuple[str, ...]:
@@ -142,13 +139,11 @@ def modelled_dtypes(op: str, arch: str) -> tuple[str, ...]:
     out = []
     for tok in instruction(op).dtypes_on(arch):
         src, _, dst = tok.partition(">")
-        for variant in _PROBE_VARIANTS:  # the default operands, else another legal choice of them
-            try:
-                plan(op, _PROBE_SHAPE, src, arch=arch, **({"dst_dtype": dst} if dst else {}), **variant)
-            except PtoCostError:
-                continue
-            out.append(tok)
-            break
+        try:
+            plan(op, _PROBE_SHAPE, src, arch=arch, **({"dst_dtype": dst} if dst else {}))
+        except PtoCostError:
+            continue
+        out.append(tok)
     return tuple(out)
 
 

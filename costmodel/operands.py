@@ -102,7 +102,7 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
             else:
                 tiles = [("dst", dst)] + [(n, _tile((rows, cols), dt, (vr, vc), static_valid=sv, name=n)) for n in ("src0", "src1")]
         elif fam == "partial":
-            tiles = _partial_tiles(inst, dt, (rows, cols), dst, src0_valid, src1_valid, sv, params)
+            tiles = _partial_tiles(inst, arch, dt, (rows, cols), dst, src0_valid, src1_valid, sv, params)
         elif fam in ("col_expand", "col_expand_binary"):
             src1 = _tile((1, cols), dt, (1, vc), static_valid=sv, name="src1")
             if fam == "col_expand":
@@ -136,8 +136,9 @@ def _reduce_convert_move_tiles(inst, arch, dt, dst_dt, shape, valid, sv, params)
     return data_movement_tiles(inst, dt, dst_dt, shape, valid, sv, params)
 
 
-def _partial_tiles(inst, dt, shape, dst, src0_valid, src1_valid, sv, params):
-    """TPART*: one source's valid region equals dst's, the other fits inside it (isa.md §4.1)."""
+def _partial_tiles(inst, arch, dt, shape, dst, src0_valid, src1_valid, sv, params):
+    """TPART*: one source's valid region equals dst's, the other fits inside it (isa.md §4.1). Index types of the
+    value-and-index ops per isa.md §3: A2/A3 pairs f32 values with 32-bit indices only; A5 takes any of the four."""
     v0 = parse_shape(src0_valid, what="src0 valid region", allow_zero=True) if src0_valid else dst.valid
     v1 = parse_shape(src1_valid, what="src1 valid region", allow_zero=True) if src1_valid else dst.valid
     s0 = _tile(shape, dt, v0, static_valid=sv, name="src0")
@@ -151,7 +152,7 @@ def _partial_tiles(inst, dt, shape, dst, src0_valid, src1_valid, sv, params):
     tiles = [("dst", dst), ("src0", s0), ("src1", s1)]
     if inst.kernel in ("argmax", "argmin"):
         idx = as_dtype(params.pop("idx_dtype", "i32"))
-        accepted = ("i16", "u16", "i32", "u32") if dt.name == "f16" else ("i32", "u32")
+        accepted = ("i16", "u16", "i32", "u32") if dt.name == "f16" or arch == "a5" else ("i32", "u32")
         if idx.name not in accepted:
             raise ParamError(f"{inst.name} on {dt} takes index dtype {'/'.join(accepted)}; got {idx}")
         params["idx_dtype"] = idx.name

@@ -195,9 +195,10 @@ def test_value_and_index_part_ops_pick_pairs_like_the_golden(data):
     one, over random regions including tails; ties go to src1 (small integer-valued data makes them common)."""
     op = data.draw(st.sampled_from(["TPARTARGMAX", "TPARTARGMIN"]))
     dt = data.draw(st.sampled_from(["f16", "f32"]))
-    idx = data.draw(st.sampled_from(["i16", "u16"] if dt == "f16" else ["i32", "u32"]))
-    epr = 128 if dt == "f16" else 64
-    rows, cols = data.draw(st.integers(1, 5)), (32 // (int(dt[1:]) // 8)) * data.draw(st.integers(1, 2 * epr // 8))
+    idx = data.draw(st.sampled_from(["i16", "u16", "i32", "u32"]))  # of another width: 64 pairs a chunk
+    narrow = min(int(dt[1:]), int(idx[1:])) // 8
+    epr = 2048 // max(int(dt[1:]), int(idx[1:]))
+    rows, cols = data.draw(st.integers(1, 5)), (32 // narrow) * data.draw(st.integers(1, 2 * epr // 8))
     vr, vc = data.draw(st.integers(1, rows)), data.draw(st.integers(1, cols))
     inner = (data.draw(st.integers(0, vr)), data.draw(st.integers(0, vc)))
     side = data.draw(st.sampled_from(["src0_valid", "src1_valid"]))
@@ -215,10 +216,13 @@ def test_a_float_modulo_that_departs_from_the_golden_says_why():
     assert v.ok and "divergence" not in v.note
 
 
-def test_value_and_index_part_ops_need_one_width_for_values_and_indices():
-    with pytest.raises(NotModelledError, match="--idx-dtype i16 or u16"):
-        lower.strategies(make_request("TPARTARGMAX", "4x64", "f16", arch="a5", idx_dtype="i32"))
-    assert costmodel.modelled_dtypes("TPARTARGMAX", "a5") == ("f16", "f32")  # f16 with 16-bit indices
+def test_value_and_index_part_ops_take_indices_of_any_width_on_a5_only():
+    """isa.md §3: A5 lists f16 and f32 values with i16/u16/i32/u32 indices; A2/A3 pairs f32 with 32-bit indices."""
+    plan = lower.lower(make_request("TPARTARGMAX", "4x64", "f16", arch="a5", idx_dtype="i32"))
+    assert plan.body[0].epr == 64  # the 16-bit values are unpacked into the indices' 32-bit lanes
+    with pytest.raises(ParamError, match="i32/u32"):
+        make_request("TPARTARGMAX", "4x64", "f32", idx_dtype="i16")
+    assert costmodel.modelled_dtypes("TPARTARGMAX", "a5") == ("f16", "f32")
 
 
 @SETTINGS

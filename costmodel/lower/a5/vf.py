@@ -164,23 +164,45 @@ ARG_COMPARE = {"TPARTARGMAX": ("v0", "v1"), "TPARTARGMIN": ("v1", "v0")}
 ARG_SOURCES = ("src0", "src1", "src0_idx", "src1_idx")
 
 
+def _arg_lanes(req: Request) -> tuple[int, dict[str, tuple[str, str]]]:
+    """Return the lane width of a value-and-index chunk (the wider of the two types) and, per operand, its (load,
+    store) distributions: a type narrower than the lane is unpacked into it and packed back (costmodel.md §3 step 3,
+    as TCVT does; f16 values with 32-bit indices, or f32 values with 16-bit indices, run 64 pairs a chunk)."""
+    dt, it = req.dtype, req.tile("dst_idx").dtype
+    lane = max(lane_bits(dt), lane_bits(it))
+
+    def dist(t: DType) -> tuple[str, str]:
+        return ("NORM", f"NORM_B{lane}") if t.bits == lane else (f"UNPK_B{t.bits}", f"PK_B{lane}")
+
+    return lane, {"values": dist(dt), "indices": dist(it)}
+
+
 def arg_kernel(req: Request, inner: tuple[str, int] | None = None) -> Kernel:
     """TPARTARGMAX/MIN chunk: {plt, four vlds, vcmp_gt, vsel of the values and of the indices, two vsts} (sequence
     inferred from isa.md §4.1 and the A2/A3 compare-then-select). With `inner = (full source, inner cols)` the compare
-    runs under a second predicate over the inner columns and the full source's pair is kept outside them."""
+    runs under a second predicate over the inner columns and the full source's pair is kept outside them. Values
+    narrower than the indices are compared after an exact conversion to f32 in their lanes; the pairs are selected
+    as whole lanes."""
     dt, it = req.dtype, req.tile("dst_idx").dtype
-    lane = lane_bits(dt)
+    lane, dists = _arg_lanes(req)
     epr = VL_BITS // lane
     body, counters, compare_pred = _predicates(req, lane, inner)
-    body += [Mem("vlds", f"v{i}", name, 0, epr, req.tile(name).dtype.name, "NORM") for i, name in enumerate(ARG_SOURCES)]
-    body.append(VCmp("vcmp_gt", dt.name, "p1", ARG_COMPARE[req.op], compare_pred))
+    body += [Mem("vlds", f"v{i}", name, 0, epr, req.tile(name).dtype.name,
+                 dists["indices" if name.endswith("_idx") else "values"][0]) for i, name in enumerate(ARG_SOURCES)]
+    compared, cmp_type = ARG_COMPARE[req.op], dt.name
+    if lane_bits(dt) < lane:
+        wide = (("to", f"f{lane}"), ("round", "none"), ("sat", "on"), ("lane_bits", lane))
+        body += [VOp("vcvt", dt.name, "v6", ("v0",), "p0", None, wide), VOp("vcvt", dt.name, "v7", ("v1",), "p0", None, wide)]
+        compared, cmp_type = tuple({"v0": "v6", "v1": "v7"}[v] for v in compared), f"f{lane}"
+    body.append(VCmp("vcmp_gt", cmp_type, "p1", compared, compare_pred))
     pick = "p1"  # src0's pair; outside the inner columns the compare is off, which picks src1's
     if inner and inner[0] == "src0":
         body += [PLogic("pnot", "p3", ("p2",)), PLogic("por", "p4", ("p1", "p3"))]
         pick = "p4"
-    body += [VSel(dt.name, "v4", "v0", "v1", pick), VSel(it.name, "v5", "v2", "v3", pick),
-             Mem("vsts", "v4", "dst", 0, epr, dt.name, f"NORM_B{lane}", "p0"),
-             Mem("vsts", "v5", "dst_idx", 0, epr, it.name, f"NORM_B{lane}", "p0")]
+    sel = {t.name: (t.name if lane_bits(t) == lane else f"u{lane}") for t in (dt, it)}
+    body += [VSel(sel[dt.name], "v4", "v0", "v1", pick), VSel(sel[it.name], "v5", "v2", "v3", pick),
+             Mem("vsts", "v4", "dst", 0, epr, dt.name, dists["values"][1], "p0"),
+             Mem("vsts", "v5", "dst_idx", 0, epr, it.name, dists["indices"][1], "p0")]
     streams = tuple(_stream(n, req.tile(n)) for n in ("dst", "dst_idx", *ARG_SOURCES))
     return Kernel(epr, streams, tuple(counters), (), (), tuple(body))
 
@@ -188,12 +210,12 @@ def arg_kernel(req: Request, inner: tuple[str, int] | None = None) -> Kernel:
 def arg_copy_kernel(req: Request, src: str) -> Kernel:
     """dst, dst_idx = the full source's pair over the region: {plt, two vlds, two vsts}."""
     dt, it = req.dtype, req.tile("dst_idx").dtype
-    lane = lane_bits(dt)
+    lane, dists = _arg_lanes(req)
     epr = VL_BITS // lane
-    body = (Gen("p0", pred_bits(lane), "s_n"), Mem("vlds", "v0", src, 0, epr, dt.name, "NORM"),
-            Mem("vlds", "v1", f"{src}_idx", 0, epr, it.name, "NORM"),
-            Mem("vsts", "v0", "dst", 0, epr, dt.name, f"NORM_B{lane}", "p0"),
-            Mem("vsts", "v1", "dst_idx", 0, epr, it.name, f"NORM_B{lane}", "p0"))
+    body = (Gen("p0", pred_bits(lane), "s_n"), Mem("vlds", "v0", src, 0, epr, dt.name, dists["values"][0]),
+            Mem("vlds", "v1", f"{src}_idx", 0, epr, it.name, dists["indices"][0]),
+            Mem("vsts", "v0", "dst", 0, epr, dt.name, dists["values"][1], "p0"),
+            Mem("vsts", "v1", "dst_idx", 0, epr, it.name, dists["indices"][1], "p0"))
     streams = tuple(_stream(n, req.tile(n)) for n in ("dst", "dst_idx", src, f"{src}_idx"))
     return Kernel(epr, streams, (_counter("s_n", lane, req.dst.valid_cols),), (), (), body)
 
@@ -236,11 +258,7 @@ def check_modelled(req: Request) -> None:
     if req.family == "convert":
         convert_row(req.dtype.name, req.dst.dtype.name)
     elif req.op in ARG_COMPARE:
-        idx = req.tile("dst_idx").dtype
-        if idx.bits != req.dtype.bits:
-            raise NotModelledError(f"{req.op} with {req.dtype} values and {idx} indices has no A5 VF lowering (values "
-                                   f"and indices of one width share a predicate: use --idx-dtype "
-                                   f"{'i16 or u16' if req.dtype.bits == 16 else 'i32 or u32'})")
+        return
     elif req.family == "compare_select" and req.op != "TSEL":
         raise NotModelledError(f"{req.op} has no A5 VF lowering yet (modelled in compare_select: TSEL)")
     else:
