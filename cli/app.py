@@ -537,16 +537,15 @@ def fit_cmd(
     run = fit_traces(traces, k=cv, model=model, group_by=cv_group)
     written = None
     if not dry_run:  # both tables or neither: each is written to a temporary file, renamed once both are written
-        from contextlib import ExitStack
-
-        from fit.io import atomic_path
+        from fit.io import atomic_paths
         from fit.pipeline_fit import write_params as write_pipeline
 
-        with ExitStack() as files:
+        targets = ([output] if run.rows else []) + ([pipeline_output] if run.pipeline is not None else [])
+        with atomic_paths(targets) as tmps:
             if run.rows:
-                written = write_params(run.rows, output, into=files.enter_context(atomic_path(output)))
+                written = write_params(run.rows, output, into=tmps[0])
             if run.pipeline is not None:
-                write_pipeline(run.pipeline, pipeline_output, into=files.enter_context(atomic_path(pipeline_output)))
+                write_pipeline(run.pipeline, pipeline_output, into=tmps[-1])
     if json_out:
         render.emit_json({"output": None if dry_run else output, "rows_written": written.rows if written else 0,
                           "rows_refitted": written.refitted if written else 0,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,20 +18,64 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path in the target's directory (created if missing); on success it replaces `path` (with the
     target's mode, or a new file's: 0666 less the umask), on error it is removed. A path that cannot be written is a
     PtoCostError naming it."""
-    target = Path(check_writable(path))
+    with atomic_paths([path]) as (tmp,):
+        yield tmp
+
+
+@contextmanager
+def atomic_paths(paths: list[str | os.PathLike]) -> Iterator[list[Path]]:
+    """`atomic_path` for files written together: yield a temporary path per target; on success every target is
+    replaced, or (a rename failing or interrupted part-way) none is: the targets already replaced get their old
+    files back."""
+    targets = [Path(check_writable(p)) for p in paths]
+    tmps: list[Path] = []
+    try:
+        for path, target in zip(paths, targets):
+            tmps.append(_temporary_beside(path, target))
+        yield tmps
+        _replace_all(tmps, targets)
+    except BaseException:
+        for tmp in tmps:
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+def _temporary_beside(path: str | os.PathLike, target: Path) -> Path:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp" + target.suffix, dir=target.parent)
     except OSError as exc:
         raise PtoCostError(f"cannot write {path}: {exc.strerror or exc}") from None
     os.close(fd)
+    return Path(tmp)
+
+
+def _replace_all(tmps: list[Path], targets: list[Path]) -> None:
+    """Rename each temporary file over its target; if one rename fails, put the replaced targets back."""
+    done: list[tuple[Path, Path | None]] = []  # (target, its old file kept aside, or None if it had none)
     try:
-        yield Path(tmp)
-        os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask())
-        os.replace(tmp, target)
+        for tmp, target in zip(tmps, targets):
+            os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask())
+            old = None
+            if len(targets) > 1 and target.exists():
+                old = tmp.with_name(tmp.name + ".old")
+                try:
+                    os.link(target, old)
+                except OSError:  # a file system without hard links
+                    shutil.copy2(target, old)
+            done.append((target, old))
+            os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for target, old in reversed(done):  # the last one may not have been replaced: putting it back is harmless
+            if old is not None:
+                os.replace(old, target)
+            else:
+                target.unlink(missing_ok=True)
         raise
+    finally:
+        for _, old in done:
+            if old is not None:
+                old.unlink(missing_ok=True)
 
 
 def _not_a_directory(path: str | os.PathLike) -> str | os.PathLike:

@@ -451,6 +451,44 @@ def test_atomic_path_leaves_the_old_file_on_failure(tmp_path):
     assert target.read_text() == "old" and list(tmp_path.iterdir()) == [target]
 
 
+@pytest.mark.parametrize("existing", [True, False])
+def test_files_written_together_are_all_replaced_or_none(tmp_path, monkeypatch, existing):
+    """A rename failing after the first target was replaced puts the first back (fit --model all: both tables or
+    neither), and leaves no temporary file."""
+    import os
+
+    from fit.io import atomic_paths
+
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    if existing:
+        a.write_text("old a")
+        b.write_text("old b")
+    real, calls = os.replace, []
+
+    def failing_second(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing_second)
+    with pytest.raises(OSError):
+        with atomic_paths([a, b]) as (ta, tb):
+            ta.write_text("new a")
+            tb.write_text("new b")
+    monkeypatch.setattr(os, "replace", real)
+    assert len(calls) >= 2
+    if existing:
+        assert (a.read_text(), b.read_text()) == ("old a", "old b")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv"]
+    else:
+        assert list(tmp_path.iterdir()) == []
+    with atomic_paths([a, b]) as (ta, tb):
+        ta.write_text("new a")
+        tb.write_text("new b")
+    assert (a.read_text(), b.read_text()) == ("new a", "new b") and len(list(tmp_path.iterdir())) == 2
+
+
 def test_a5_formula_row_terms_separate_single_chunk_rows_from_multi_chunk_rows():
     from costmodel.models import a5_formula as fm
 
