@@ -34,9 +34,11 @@ def read_rows(name: str) -> tuple[dict[str, str], ...]:
 
 
 def per_file_version(read: Callable[[str], T]) -> Callable[[str], T]:
-    """Return `read(path)` cached per version of the file (its path, modification time and size): a file changed in
-    place is read again. A path that cannot be stat'ed is passed to `read` uncached, whose error or default says so."""
-    cached = functools.lru_cache(maxsize=8)(lambda path, _mtime_ns, _size: read(path))
+    """Return `read(path)` cached per version of the file (its path, inode, size, and modification and status-change
+    times): a file changed in place is read again, also one copied over with its old timestamp kept (`cp -p` sets
+    the modification time back, not the status-change time). A path that cannot be stat'ed is passed to `read`
+    uncached, whose error or default says so."""
+    cached = functools.lru_cache(maxsize=8)(lambda path, _version: read(path))
 
     @functools.wraps(read)
     def versioned(path: str) -> T:
@@ -44,6 +46,6 @@ def per_file_version(read: Callable[[str], T]) -> Callable[[str], T]:
             st = os.stat(path)
         except OSError:
             return read(path)
-        return cached(str(path), st.st_mtime_ns, st.st_size)
+        return cached(str(path), (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
 
     return versioned

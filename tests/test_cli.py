@@ -291,6 +291,27 @@ def test_a_table_refitted_in_place_is_read_again_and_named_by_its_new_digest(tmp
     assert after.provenance["formula"]["sha256"] != before.provenance["formula"]["sha256"]
 
 
+def test_a_table_edited_with_its_size_and_timestamp_kept_is_read_again(tmp_path, monkeypatch):
+    """`cp -p` of an edited copy over the table keeps the old modification time; same size, new value: read again."""
+    import os
+
+    table = tmp_path / "mine.csv"
+    table.write_bytes((ROOT / "data" / "formula_params.csv").read_bytes())
+    monkeypatch.setenv("PTO_COST_PARAMS", str(table))
+    before = costmodel.estimate("TMINS", "64x64", "f16", verify=False)
+    data = table.read_bytes()
+    start = data.index(b",intrinsic,vmins,f16,")
+    row = data[data.rindex(b"\n", 0, start) + 1:data.index(b"\n", start)]
+    cells = row.split(b",")
+    cells[10] = (b"9" if cells[10][:1] != b"9" else b"8") + cells[10][1:]  # same length, another leading digit
+    stamp = table.stat()
+    table.write_bytes(data.replace(row, b",".join(cells), 1))
+    os.utime(table, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert table.stat().st_size == stamp.st_size and table.stat().st_mtime_ns == stamp.st_mtime_ns
+    after = costmodel.estimate("TMINS", "64x64", "f16", verify=False)
+    assert after.cycles != before.cycles
+
+
 def test_plan_listing_and_verify_all():
     r = run("plan", "TMINS", "--shape", "16x200", "--valid", "16x190", "--dtype", "f32")
     assert r.returncode == 0 and r.stdout.count("vmins") == 3
