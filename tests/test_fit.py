@@ -362,6 +362,8 @@ def test_fit_cli_dry_run_and_atomic_write(tmp_path):
     from costmodel.models.params import read_table
 
     table = read_table(fresh)
+    n_a5 = sum(row.arch == "a5" for row in table.rows)
+    assert f"; {n_a5} of another arch, unchanged" in " ".join(r.stdout.split())  # every row of the file accounted for
     fitted = [row for row in table.rows if row.arch == "a2a3" and "synthetic.csv" in row.source]
     assert any(row.n_obs > 0 for row in fitted)
     assert all(row.cv_mape is not None for row in fitted if row.scope == "intrinsic" and row.n_obs)
