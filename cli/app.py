@@ -38,6 +38,20 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+def _print_version(value: bool) -> None:
+    if value:
+        from costmodel import __version__
+
+        typer.echo(f"pto-cost {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", metavar="", is_eager=True, callback=_print_version,
+                                                help="Print the version and exit.")] = False) -> None:
+    pass
+
+
 JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON document on stdout instead of a table.")]
 StrategyOpt = Annotated[Optional[str], typer.Option("--strategy", help="Force an emission strategy (see `compare`).")]
 def _model_name(name: str) -> str:

@@ -312,6 +312,14 @@ def test_a_table_edited_with_its_size_and_timestamp_kept_is_read_again(tmp_path,
     assert after.cycles != before.cycles
 
 
+def test_version_is_the_installed_package_version():
+    from importlib.metadata import version
+
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"pto-cost {version('pto-cost')}"
+    assert costmodel.__version__ == version("pto-cost")
+
+
 def test_plan_listing_and_verify_all():
     r = run("plan", "TMINS", "--shape", "16x200", "--valid", "16x190", "--dtype", "f32")
     assert r.returncode == 0 and r.stdout.count("vmins") == 3
