@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from .arch import check_arch
 from .catalog import Instruction, instruction
 from .dtypes import DType, dtype as as_dtype
@@ -20,30 +22,65 @@ ELEMENTWISE = ("unary", "binary", "binary_scalar")
 DIVIDING = ("div", "rem", "fmod")
 
 
-def _scalar(inst: Instruction, dt: DType, value: Any) -> int | float:
+# scalars an arch's algorithm bounds: A2/A3 TREMS on i32 goes through f32, so values and scalar stay within ±2^24
+# (isa.md §3 row 112, §4)
+SCALAR_LIMITS = {("a2a3", "TREMS", "i32"): 2 ** 24}
+
+
+def _number(value: Any) -> int | float:
+    """Parse a scalar: integers exactly (also beyond 2^53), decimals and `inf`/`nan` as floats; ParamError otherwise
+    (a decimal too large for a double is not silently infinite)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        raise ParamError(f"--scalar {value!r} is not a number") from None
+    if math.isinf(number) and "inf" not in text.lower():
+        raise ParamError(f"--scalar {value!r} is too large for a double (write inf for an infinite scalar)")
+    return number
+
+
+def _scalar(inst: Instruction, arch: str, dt: DType, value: Any) -> int | float:
     if value is None:
         return default_scalar(dt, inst.domain, inst.kernel)
-    if isinstance(value, str):
-        try:
-            value = float(value) if any(ch in value.lower() for ch in ".en") else int(value, 0)
-        except ValueError:
-            raise ParamError(f"--scalar {value!r} is not a number") from None
+    value = _number(value)
     if dt.is_integer:
-        if not math.isfinite(float(value)) or float(value) != int(value):
+        if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
             raise ParamError(f"{inst.name} on {dt} needs an integer scalar; got {value!r}")
-        import numpy as np
-
         info = np.iinfo(dt.np)
         if not info.min <= int(value) <= info.max:
             raise ParamError(f"scalar {value} does not fit {dt} (accepted range {info.min}..{info.max})")
         value = int(value)
+        limit = SCALAR_LIMITS.get((arch, inst.name, dt.name))
+        if limit is not None and abs(value) > limit:
+            raise ParamError(f"{inst.name} on {arch} {dt} computes through f32: the scalar must be within ±{limit}; "
+                             f"got {value}")
     else:
         value = float(value)
+        with np.errstate(over="ignore"):
+            stored = float(np.asarray(value).astype(dt.np)) if dt.emulatable else value
+        if math.isfinite(value) and not math.isfinite(stored):
+            raise ParamError(f"scalar {value:g} overflows {dt} (largest {float(_finfo(dt).max):g})")
+        if inst.kernel in DIVIDING and value != 0 and stored == 0:
+            raise ParamError(f"{inst.name} scalar {value:g} rounds to 0 in {dt} and divides by zero; pass a larger "
+                             "--scalar")
     if inst.kernel in DIVIDING and value == 0:
         raise ParamError(f"{inst.name} with scalar 0 divides by zero (target-defined on the NPU); pass a non-zero --scalar")
     if inst.kernel in ("shl", "shr") and not 0 <= value < dt.bits:
         raise ParamError(f"{inst.name} shift amount must be in 0..{dt.bits - 1} for {dt}; got {value}")
     return value
+
+
+def _finfo(dt: DType):
+    import ml_dtypes
+
+    return ml_dtypes.finfo(dt.np)
 
 
 def count(value: Any, what: str) -> int:
@@ -55,6 +92,15 @@ def count(value: Any, what: str) -> int:
     if not number.is_integer():
         raise ParamError(f"{what} {shown(value)}: expected a whole number")
     return int(number)
+
+
+def choice(value: Any, accepted: tuple[str, ...], what: str) -> str:
+    """Return the accepted name `value` spells in any letter case (surrounding blanks ignored); ParamError naming
+    what is accepted for anything else."""
+    key = str(value).strip().lower()
+    if key not in accepted:
+        raise ParamError(f"{what} {shown(value)} is not accepted; accepted: {', '.join(accepted)}")
+    return key
 
 
 def _tile(shape, dt, valid, *, layout="row_major", static_valid=False, name="tile") -> Tile:
@@ -97,7 +143,7 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
             if fam == "unary":
                 tiles = [("dst", dst), ("src", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src"))]
             elif fam == "binary_scalar":
-                params["scalar"] = _scalar(inst, dt, params.get("scalar"))
+                params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"))
                 tiles = [("dst", dst), ("src", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src"))]
             else:
                 tiles = [("dst", dst)] + [(n, _tile((rows, cols), dt, (vr, vc), static_valid=sv, name=n)) for n in ("src0", "src1")]
@@ -179,9 +225,7 @@ def _row_expand_tiles(inst, dt, shape, dst, sv, params):
     params["expand_mode"] = mode
     if inst.family == "row_expand":
         return [("dst", dst), ("src", exp_tile)], params
-    expanded = params.pop("expanded", "src1")
-    if expanded not in ("src0", "src1"):
-        raise ParamError(f"--expanded must be src0 or src1; got {expanded!r}")
+    expanded = choice(params.pop("expanded", "src1"), ("src0", "src1"), "--expanded")
     params["expanded"] = expanded
     full = _tile(shape, dt, dst.valid, static_valid=sv, name="full")
     pair = [("src0", exp_tile), ("src1", full)] if expanded == "src0" else [("src0", full), ("src1", exp_tile)]
@@ -342,6 +386,8 @@ def _arch_rules(inst, arch, dt, tiles, params):
     for key, ops in PARAM_OPS.items():
         if key in params and inst.name not in ops:
             raise ParamError(f"{key} applies to {', '.join(ops)} only, not {inst.name}")
+    if "order" in params:
+        params["order"] = choice(params["order"], ("tile_scalar", "scalar_tile"), "--order")
     # on A2/A3 only the elementwise sequences place dst over a source (lower/a2a3/sequence.py); other families' plans
     # would keep their own buffers
     if arch == "a2a3" and truthy(params.get("in_place", False)) and inst.family not in ELEMENTWISE:

@@ -136,3 +136,32 @@ def test_sweep_frames_with_pandas_nullable_columns():
     with pytest.raises(costmodel.PtoCostError, match="rows: <NA>"):
         costmodel.sweep(pd.DataFrame({"op": ["TADD"], "dtype": ["f16"], "rows": pd.array([None], dtype="Int64"),
                                       "cols": [64]}))
+
+
+def test_enumerated_parameters_are_checked_and_read_in_any_letter_case():
+    """--order used to be matched case-insensitively by the plan but exactly by the golden (a mismatch), and any
+    other value was silently the default order."""
+    from costmodel import lower
+    from costmodel.emulate.verify import verify
+    from costmodel.models.registry import check_name
+    from costmodel.operands import make_request
+
+    for arch in ("a2a3", "a5"):
+        req = make_request("TDIVS", "1x64", "f32", arch=arch, scalar=4.0, order=" Scalar_Tile")
+        assert req.param("order") == "scalar_tile" and verify(lower.lower(req)).ok
+    with pytest.raises(ParamError, match="accepted: tile_scalar, scalar_tile"):
+        make_request("TDIVS", "1x64", "f32", scalar=4.0, order="bogus")
+    assert make_request("TROWEXPANDADD", "16x64", "f16", expanded="SRC0").param("expanded") == "src0"
+    assert check_name("FORMULA") == "formula"
+
+
+def test_integer_scalars_are_exact_beyond_two_to_the_53():
+    from costmodel.operands import make_request
+
+    top = 2 ** 64 - 1
+    assert make_request("TMINS", "8x64", "u64", arch="a5", scalar=str(top)).param("scalar") == top
+    assert make_request("TMAXS", "8x64", "i64", arch="a5", scalar="9007199254740993").param("scalar") == 2 ** 53 + 1
+    with pytest.raises(ParamError, match="does not fit u64"):
+        make_request("TMINS", "8x64", "u64", arch="a5", scalar=str(top + 1))
+    # the a2a3 limit of TREMS i32 is that arch's (its algorithm goes through f32); A5 takes the full range
+    assert make_request("TREMS", "8x64", "i32", arch="a5", scalar=2 ** 24 + 1).param("scalar") == 2 ** 24 + 1

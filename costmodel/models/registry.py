@@ -24,19 +24,21 @@ def names(arch: str) -> tuple[str, ...]:
 
 
 def check_name(name: str | None) -> str:
-    """Return `name` if some arch has a model of that name (or it is `auto`); PtoCostError listing them otherwise.
-    (Whether the arch of a request has it is `model_for`'s to say.)"""
+    """Return the model `name` spells in any letter case if some arch has a model of that name (or it is `auto`);
+    PtoCostError listing them otherwise. (Whether the arch of a request has it is `model_for`'s to say.)"""
     known = ("auto", *dict.fromkeys(n for _, n in _MODELS))
-    if name not in (None, "", *known):
+    key = (name or "").strip().lower()
+    if key not in ("", *known):
         raise PtoCostError(f"unknown model {name!r}; accepted: {', '.join(known)}")
-    return name or "auto"
+    return key or "auto"
 
 
 def model_for(arch: str, name: str = "auto"):
     """Return an instance of the named cost model for `arch` (`auto` = the arch's default)."""
     import importlib
 
-    key = _AUTO.get(arch, "formula") if name in ("auto", None, "") else name
+    name = check_name(name)
+    key = _AUTO.get(arch, "formula") if name == "auto" else name
     if "+" in key:
         from .auto import FormulaThenPipeline
 
