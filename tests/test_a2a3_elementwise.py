@@ -78,6 +78,8 @@ def elementwise_requests(draw, family):
         params["scalar"] = _scalar(draw, inst, dt)
     if inst.name == "TDIVS":
         params.update(draw(st.sampled_from([{}, {"order": "scalar_tile"}, {"in_place": True}])))
+    elif draw(st.integers(0, 3)) == 0:
+        params["in_place"] = True  # dst over the first source (src, src0)
     return inst, dt, (rows, cols), (vr, vc), params
 
 
@@ -86,6 +88,9 @@ def _run_property(case):
     try:
         req = make_request(inst.name, shape, dt.name, valid=valid, **params)
         check_all_strategies(req)
+    except ParamError as exc:
+        # an in-place request whose sequence writes dst before it has read all of the aliased source is refused
+        assert params.get("in_place") and "has no in-place form on a2a3: its sequence writes dst before" in str(exc), str(exc)
     except ShapeError as exc:
         # The only shape a modelled elementwise op refuses: b8 data on b16 lanes with an odd valid column count.
         assert inst.name in B16_BITWISE and dt.bits == 8 and valid[1] % 2 == 1, str(exc)
@@ -207,6 +212,15 @@ def test_integer_trecip_is_tdivs_one_over_src():
     a[0, :5] = [1, -1, 2, -3, 100]
     for name in ("ScalarLoop", "ViaFloat"):
         assert emulate(lower.lower(req, name), {"src": a})[0, :5].tolist() == [1, -1, 0, 0, 0]
+
+
+def test_in_place_binary_ops_write_dst_over_src0_as_on_a5():
+    for arch in ("a2a3", "a5"):
+        plan = lower.lower(make_request("TADD", (8, 64), "f32", arch=arch, in_place=True))
+        assert plan.buffer("dst").offset == plan.buffer("src0").offset != plan.buffer("src1").offset
+        assert verify(plan).ok
+    with pytest.raises(ParamError, match="writes dst before it has finished reading src0"):
+        lower.legal_strategies(make_request("TPOW", (4, 64), "f32", in_place=True))
 
 
 def test_in_place_tdivs_multiplies_by_the_reciprocal():

@@ -17,7 +17,7 @@ from ...isa_a2a3 import Addr, PipeBarrier, ScalarLoop, VecOp
 from ...plan import Buffer
 from ...request import Request
 from ...tiles import Tile
-from ..alloc import allocate
+from ..alloc import alias_source, allocate
 from . import modes
 from .modes import Stream
 from .steps import LoopStep, StepSpec, build_one, scaled_cols
@@ -37,11 +37,11 @@ def in_place(req: Request) -> bool:
     return truthy(req.param("in_place", ""))
 
 
-def _alias_safe(specs: tuple[StepSpec, ...]) -> bool:
-    """Whether dst may alias src: no step reads src after an earlier step has written dst."""
+def _alias_safe(specs: tuple[StepSpec, ...], source: str) -> bool:
+    """Whether dst may alias `source`: no step reads it after an earlier step has written dst."""
     written = False
     for sp in specs:
-        if written and "src" in sp.srcs:
+        if written and source in sp.srcs:
             return False
         written = written or sp.dst == "dst"
     return True
@@ -62,7 +62,8 @@ def _scratch_tiles(req: Request, row: LoweringRow) -> list[tuple[str, Tile]]:
 
 def buffers(req: Request, row: LoweringRow) -> tuple[Buffer, ...]:
     """Return the UB buffers of the request tiles and the row's scratch; raises ShapeError if they do not fit."""
-    return allocate("a2a3", list(req.tiles), _scratch_tiles(req, row), alias="src" if in_place(req) else None)
+    return allocate("a2a3", list(req.tiles), _scratch_tiles(req, row),
+                    alias=alias_source(list(req.tiles)) if in_place(req) else None)
 
 
 def _streams(bufs: tuple[Buffer, ...]) -> dict[str, Stream]:
@@ -74,11 +75,10 @@ def check(req: Request, row: LoweringRow) -> tuple[tuple[StepSpec, ...], tuple[B
     in-place request is legal, and that every step covers whole lanes; raises a PtoCostError otherwise."""
     specs = row.specs(req)
     if in_place(req):
-        if "src" not in dict(req.tiles):
-            raise ParamError(f"{req.op} has no in-place form: it has no single source to overwrite")
-        if not _alias_safe(specs):
+        source = alias_source(list(req.tiles))
+        if not _alias_safe(specs, source):
             raise ParamError(f"{req.op} on {req.dtype} has no in-place form on a2a3: its sequence writes dst before it "
-                             f"has finished reading src")
+                             f"has finished reading {source}")
     bufs = buffers(req, row)
     streams = _streams(bufs)
     for sp in specs:
