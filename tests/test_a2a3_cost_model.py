@@ -3,6 +3,7 @@ upstream stub constants of costmodel.md §5 (tests/data/upstream_stub_params.csv
 import pytest
 from hypothesis import given, strategies as st
 
+import costmodel
 from costmodel import lower
 from costmodel.api import request
 from costmodel.models.a2a3_intrinsic import IntrinsicModel
@@ -44,3 +45,15 @@ def test_counter_mode_charges_walked_repeats(stub_params):
     small = IntrinsicModel(stub_params).cost(lower.lower(request("TMINS", "1x3600", "f16")))[0]
     big = IntrinsicModel(stub_params).cost(lower.lower(request("TMINS", "1x7200", "f16")))[0]
     assert big - small == pytest.approx(57 - 29)  # ceil(7200/128) vs ceil(3600/128) repeats, 1 cycle each
+
+
+def test_an_unmeasured_gm_store_costs_a_gm_copy_and_says_it_is_unmeasured():
+    """costmodel.md §11: each GM copy instruction costs ~262 cycles; no UB->GM copy is measured, so a store is priced
+    from that constant (it was the stub's 6-cycle pipe head: 7 cycles for a store against 263 for the same load) and
+    the estimate says so; a measured op's estimate does not."""
+    store = costmodel.estimate("TSTORE", "16x128", "i32", valid="5x7", verify=False)
+    load = costmodel.estimate("TLOAD", "16x128", "i32", valid="5x7", verify=False)
+    assert 0.8 * load.cycles < store.cycles < 1.25 * load.cycles
+    assert any("no measured row exercises copy_ubuf_to_gm_align" in n for n in store.notes)
+    assert not any("no measured row" in n for n in load.notes)
+    assert not any("no measured row" in n for n in costmodel.estimate("TMINS", "64x64", "f16", verify=False).notes)

@@ -156,6 +156,7 @@ class IntrinsicModel:
 
     name = "formula"
     provenance: dict = {}  # the last plan's parameter rows: table file, digest, fit (models/provenance.py)
+    source_note = ""  # the last plan's unmeasured classes, for the estimate's notes
 
     def __init__(self, table: ParamTable | None = None):
         self.table = table
@@ -170,4 +171,8 @@ class IntrinsicModel:
             terms[KINDS[split_key(key)[0]][0]] += count * sum(r.value for r in rows)
             used += rows
         self.provenance = {"formula": rows_provenance(table, used)}
+        unmeasured = sorted({r.name for r in used if r.scope == "intrinsic" and not r.n_obs})
+        self.source_note = (f"no measured row exercises {', '.join(unmeasured)}: priced by {'its' if len(unmeasured) == 1 else 'their'} "
+                            "cost family's fitted values or the reference's constants (data/a2a3_priors.csv)"
+                            if unmeasured else "")
         return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)
