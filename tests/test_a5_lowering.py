@@ -396,6 +396,18 @@ def test_a5_formula_estimate_states_the_held_out_error_of_its_own_key_only():
         assert not any(n.startswith("typical error") for n in other.notes), (op, dtype, other.notes)
 
 
+def test_a_key_measured_in_another_loop_form_claims_no_typical_error():
+    """TMINS f16 was measured in one 1D form only: its 2D estimate is an extrapolation, and says so instead of quoting
+    the error of its 1D rows; the measured form still quotes it."""
+    import costmodel
+
+    est = costmodel.estimate("TMINS", "64x64", "f16", arch="a5", verify=False)
+    assert est.strategy.startswith("2d") and not any(n.startswith("typical error") for n in est.notes)
+    assert any("was measured in 1d-post-update only" in n and "extrapolated" in n for n in est.notes)
+    measured = costmodel.estimate("TMINS", "1x1280", "f16", arch="a5", verify=False)
+    assert any(n.startswith("typical error") for n in measured.notes)
+
+
 def test_anchored_correction_is_shared_by_ops_on_the_same_tiles_but_never_anchors_an_op_on_itself(monkeypatch):
     import costmodel
     from costmodel import lower

@@ -250,7 +250,12 @@ class A5FormulaModel:
                     table.path, rows=f"dispatch {shared.strategy}" + (" (address bound)" if shared_bound else ""),
                     fitted_from=shared.source, n_obs=shared.n_obs)
         types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
-        self.source_note = {"key": "" if error is None else
+        elsewhere = re.search(r"body measured in (.+?) only", row.source) if row is not None and src == "key" else None
+        if elsewhere:  # the key's error was measured on other loop forms: it does not carry over
+            error = None
+        self.source_note = {"key": f"{key['name']} {types} was measured in {elsewhere.group(1)} only: this "
+                                   f"{plan.strategy} program is extrapolated from that body" if elsewhere else
+                                   "" if error is None else
                                    f"typical error {error[0]:.1f} %: the mean error on {error[1]} measured "
                                    f"{key['name']} {types} row{'s' if error[1] != 1 else ''}, each predicted by a "
                                    "fit that did not see its tile shape",
