@@ -85,3 +85,21 @@ def test_fp32_select_in_1d_is_keyed_and_priced_by_trip_parity():
     assert six < five
     i8 = api.estimate("TSEL", "1x1536", "i8", arch="a5", model="formula", verify=False).cycles
     assert six == pytest.approx(i8, rel=0.1)  # six 256-byte chunks each, one body
+
+
+@pytest.mark.parametrize("op", ["TADD", "TDIV", "TMUL"])
+def test_post_update_rows_with_a_tail_never_get_cheaper_as_columns_grow(op):
+    """A 2D post-update row of one full chunk and a tail runs its chunk loop once, flattened like a row of one chunk
+    (costmodel.md §8); the formula priced it as a row of two looped chunks while the pipeline flattened it, and the
+    anchored correction (formula - pipeline of the measured ops) made TDIV f16 17x192 dearer than 17x256. The sweep
+    prices the same rows identically."""
+    import pandas as pd
+
+    from costmodel.sweep import sweep
+
+    cols = list(range(128, 641, 64))
+    got = [api.estimate(op, (17, c), "f16", "a5", strategy="2d-post-update", verify=False).cycles for c in cols]
+    assert all(b >= a for a, b in zip(got, got[1:])), dict(zip(cols, got))
+    frame = pd.DataFrame({"op": op, "dtype": "f16", "arch": "a5", "rows": 17, "cols": cols,
+                          "strategy": "2d-post-update"})
+    assert np.allclose(sweep(frame)["cycles"].to_numpy(), got)

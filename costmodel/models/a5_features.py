@@ -4,7 +4,9 @@
 * `chunks` C: executions of a chunk of work — an iteration of the element (1D) or chunk (2D) loop, or a tail
   chunk issued once per row after the full chunks (2D post-update, costmodel.md §7);
 * `per_row` I = C / R, and `multi` = 1 when rows hold two or more chunks (2D) — consecutive chunks of one row
-  are what some conversions serialise on (the measured narrowing TCVT step, costmodel.md §11/§13).
+  are what some conversions serialise on (the measured narrowing TCVT step, costmodel.md §11/§13) — unless the rows
+  are `flat`: their chunk loop runs at most once (a post-update row of one full chunk and a tail chunk), a loop
+  VfSim canonicalises away (costmodel.md §8), as it does the chunk loop of rows of one chunk.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ class VfTrips:
     strategy: str
     rows: int
     chunks: int
+    flat: bool = False
 
     @property
     def dim(self) -> str:
@@ -32,7 +35,7 @@ class VfTrips:
 
     @property
     def multi(self) -> int:
-        return int(self.dim == "2d" and self.per_row >= 2)
+        return int(self.dim == "2d" and self.per_row >= 2 and not self.flat)
 
 
 def _count(body: tuple, times: int) -> tuple[int, int]:
@@ -55,14 +58,27 @@ def _count(body: tuple, times: int) -> tuple[int, int]:
     return chunks, rows
 
 
+def _row_chunk_trips(body: tuple, in_rows: bool = False) -> list[int]:
+    """Return the trip counts of the chunk loops nested in a rows loop."""
+    out = []
+    for ins in body:
+        if isinstance(ins, Loop):
+            if in_rows and ins.role == "chunks":
+                out.append(ins.trip)
+            out += _row_chunk_trips(ins.body, in_rows or ins.role == "rows")
+    return out
+
+
 def vf_trips(plan: Plan) -> VfTrips:
     """Return the trip-count features of an A5 plan."""
     chunks = rows = 0
+    trips: list[int] = []
     for prog in plan.body:
         if isinstance(prog, VfProgram):
             c, r = _count(prog.body, 1)
             chunks, rows = chunks + c, rows + r
-    return VfTrips(plan.strategy, max(rows, 1), chunks)
+            trips += _row_chunk_trips(prog.body)
+    return VfTrips(plan.strategy, max(rows, 1), chunks, bool(trips) and max(trips) <= 1)
 
 
 def _chunk_body(body: tuple) -> tuple:

@@ -78,15 +78,17 @@ def family_of(key: dict[str, str]) -> str:
     return f"{key['name']}:{key['op_params']}" if key["op_params"] else key["name"]
 
 
-def features(C, R, dim) -> dict[str, np.ndarray]:
+def features(C, R, dim, flat=False) -> dict[str, np.ndarray]:
     """Return the P features for arrays of chunks and rows; `dim` is "1d"/"2d" or an array of them (1D programs
-    have no row terms)."""
+    have no row terms); `flat` marks 2D programs whose chunk loop runs at most once per row although a row holds
+    two chunks (post-update: one full chunk and the tail chunk issued after the loop, a5_features.VfTrips.flat)."""
     C = np.asarray(C, dtype=float)
     R = np.asarray(R, dtype=float)
     two = (np.asarray(dim) == "2d").astype(float)
-    m = ((C >= 2 * R) & (two > 0)).astype(float)
+    m = ((C >= 2 * R) & (two > 0) & ~np.asarray(flat, dtype=bool)).astype(float)
     # rows of one chunk run as a flat loop (VfSim canonicalises single-iteration inner loops, costmodel.md §8; the
-    # measured per-row cost of such 2D programs equals the op's 1D per-iteration slope), so they get their own term
+    # measured per-row cost of such 2D programs equals the op's 1D per-iteration slope), so they get their own term;
+    # so do rows whose chunk loop runs once before their tail chunk (no measured row has one: VfSim's rule)
     return {"p0": np.ones_like(C), "p1": C, "p2": R * (two - m), "p3": R * m, "p4": C * m,
             "p5": ((C <= 1) & (two == 0)).astype(float)}
 
@@ -189,9 +191,9 @@ def combine(D, P, d: dict[str, float], A=0.0) -> np.ndarray:
     return smooth_max(D, P, d["q"], A) if d.get("q") else np.maximum(np.maximum(D, P), A)
 
 
-def cycles(p: dict[str, float], d: dict[str, float], C, R, dim) -> tuple[np.ndarray, np.ndarray]:
-    """Return (cycles, resource bound P) for arrays of chunks and rows."""
-    f = features(C, R, dim)
+def cycles(p: dict[str, float], d: dict[str, float], C, R, dim, flat=False) -> tuple[np.ndarray, np.ndarray]:
+    """Return (cycles, resource bound P) for arrays of chunks and rows (`flat`: see `features`)."""
+    f = features(C, R, dim, flat)
     D, P = bounds(p, d, f)
     return combine(D, P, d, address_bound(d, f)), P
 
@@ -263,7 +265,7 @@ class A5FormulaModel:
                                       "measured)",
                             "body": f"{key['name']} was not measured: priced by the formula of the measured ops "
                                     f"whose chunks do the same work (body {sig})"}[src]
-        f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim).items()}
+        f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim, t.flat).items()}
         D, P = bounds(p, d, f)
         A = float(address_bound(d, f))
         total = float(combine(D, P, d, A))

@@ -87,7 +87,8 @@ def trips(strategy: str, epr: int, sh: Shapes) -> dict[str, np.ndarray]:
 
 def formula(p: dict, d: dict, strategy: str, epr: int, sh: Shapes, cache: dict | None = None) -> np.ndarray:
     """A5 formula cycles per row: `a5_formula.cycles` of the program's chunks C and rows R (models/a5_features.py:
-    1D C = ceil(vr·vc / EPR), R = 1; 2D R = vr, C = R·ceil(vc / EPR)).
+    1D C = ceil(vr·vc / EPR), R = 1; 2D R = vr, C = R·ceil(vc / EPR); post-update rows of one full chunk and a tail
+    are flat).
 
     Rows share few (C, R) values, so the formula is evaluated once per value on a dense grid (kept in `cache`
     across chunks of a group, grown when a chunk needs more) and gathered: the same float operations per value.
@@ -107,15 +108,18 @@ def formula(p: dict, d: dict, strategy: str, epr: int, sh: Shapes, cache: dict |
             hit = cache[strategy] = (top, formula_cycles(p, d, grid, np.ones(top, dtype=np.int64), dim)[0])
         return hit[1][C]
     R, per_row = sh.vr, cdiv(sh.vc, epr)
+    # a post-update row of one full chunk and a tail runs its chunk loop once (a5_features.VfTrips.flat)
+    flat = (fdiv(sh.vc, epr) <= 1) if strategy == "2d-post-update" else np.zeros(len(R), dtype=bool)
     rtop, itop = int(R.max()) + 1, int(per_row.max()) + 1
     hit = cache.get(strategy)
     if hit is None or hit[0] < rtop or hit[1] < itop:
         rtop, itop = max(rtop, hit[0] if hit else 0), max(itop, hit[1] if hit else 0)
-        if rtop * itop > 4 * len(R) + 4096:
-            return formula_cycles(p, d, R * per_row, R, dim)[0]
-        rr, ii = np.divmod(np.arange(rtop * itop), itop)
-        hit = cache[strategy] = (rtop, itop, formula_cycles(p, d, rr * ii, rr, dim)[0])
-    return hit[2][R * hit[1] + per_row]
+        if rtop * itop > 2 * len(R) + 2048:
+            return formula_cycles(p, d, R * per_row, R, dim, flat)[0]
+        cell, ff = np.divmod(np.arange(rtop * itop * 2), 2)
+        rr, ii = np.divmod(cell, itop)
+        hit = cache[strategy] = (rtop, itop, formula_cycles(p, d, rr * ii, rr, dim, ff.astype(bool))[0])
+    return hit[2][(R * hit[1] + per_row) * 2 + flat.astype(np.int64)]
 
 
 def structure(strategy: str, epr: int, sh: Shapes, mask: bool = False) -> np.ndarray:
