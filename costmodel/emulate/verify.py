@@ -5,11 +5,13 @@ indices), under that buffer's CheckSpec: the checked elements (by default the va
 (tolerance `eps` per isa.md §8, exact for integers), and nothing else of the buffer changed except the elements
 the spec marks free (e.g. padding inside written 32-byte blocks). Then: no source tile changed (a source placed
 at the destination's address, i.e. an in-place op, is the destination); no byte of the unified buffer outside
-the plan's buffers changed (scratch buffers may change). Families adjust the spec with `check_spec` and map plan
+the plan's buffers changed (scratch buffers may change). A check whose compared golden values are all inf or NaN
+proves nothing and is n/a, not a pass. Families adjust the spec with `check_spec` and map plan
 inputs to golden arguments with `golden_args`.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +25,8 @@ from .data import sample
 
 @dataclass(frozen=True)
 class Verification:
-    """Outcome of one emulator check: ok True/False, or None when the plan could not be executed (with why)."""
+    """Outcome of one emulator check: ok True/False, or None when nothing could be checked (with why): a type
+    without a numpy form, no golden, or a golden with no finite value to compare."""
 
     ok: bool | None
     note: str = ""
@@ -32,6 +35,15 @@ class Verification:
     @property
     def label(self) -> str:
         return "n/a" if self.ok is None else ("yes" if self.ok else "no")
+
+
+def overall(results: Iterable[Verification]) -> bool | None:
+    """Return the outcome of several checks: False if any failed, True if every one passed, else None (some
+    could not be checked: an n/a result is not a pass)."""
+    oks = [v.ok for v in results]
+    if False in oks:
+        return False
+    return True if oks and all(oks) else None
 
 
 _ROLES = {  # which operand of a kernel gets a special input domain
@@ -45,6 +57,14 @@ _ROLES = {  # which operand of a kernel gets a special input domain
     "shl": {"src1": "shift"},
     "shr": {"src1": "shift"},
     "pow": {"src1": "exponent"},
+    "convert": {"src": "conversion"},
+}
+_FAMILY_ROLES = {  # (family, kernel) -> roles, in place of the kernel's: a reduction folds a whole row or column
+    ("binary", "div"): {"src1": "divisor"},
+    ("row_reduce", "add"): {"src": "summand"},
+    ("col_reduce", "add"): {"src": "summand"},
+    ("row_reduce", "mul"): {"src": "factor"},
+    ("col_reduce", "mul"): {"src": "factor"},
 }
 
 
@@ -53,20 +73,20 @@ def make_inputs(plan: Plan, seed: int) -> dict[str, np.ndarray]:
     inst = instruction(plan.op)
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
-    roles = _ROLES.get(inst.kernel, {})
-    if inst.kernel == "div" and inst.family == "binary":
-        roles = {"src1": "divisor"}
+    roles = _FAMILY_ROLES.get((inst.family, inst.kernel), _ROLES.get(inst.kernel, {}))
     if inst.kernel == "div" and plan.request.param("order") != "scalar_tile" and inst.family == "binary_scalar":
         roles = {}
+    to = plan.request.dst.dtype
     for buf in plan.buffers:
         if buf.scratch:
             continue
-        out[buf.name] = sample(buf.tile.dtype, buf.tile.shape, inst.domain, rng, roles.get(buf.name, "value"))
+        out[buf.name] = sample(buf.tile.dtype, buf.tile.shape, inst.domain, rng, roles.get(buf.name, "value"), to)
     return out
 
 
 def compare(actual: np.ndarray, expected: np.ndarray, eps: float) -> np.ndarray:
-    """Return a boolean array: True where `actual` is an error against `expected` (ResultCmp rule, isa.md §8)."""
+    """Return a boolean array: True where `actual` is an error against `expected` (ResultCmp rule, isa.md §8;
+    an infinite value on either side must be matched exactly)."""
     if np.issubdtype(actual.dtype, np.integer) or eps == 0:
         a = actual.astype(np.float64) if not np.issubdtype(actual.dtype, np.integer) else actual
         e = expected.astype(np.float64) if not np.issubdtype(expected.dtype, np.integer) else expected
@@ -79,8 +99,15 @@ def compare(actual: np.ndarray, expected: np.ndarray, eps: float) -> np.ndarray:
         rel = diff / np.abs(e)
     bad = (diff > eps) & (rel > eps)
     bad |= np.isnan(a) != np.isnan(e)
-    bad &= ~((a == e) & np.isinf(a))
+    # the rule's |a-g|/|g| is inf/inf = NaN where g is infinite, which never exceeds eps: infinities match exactly
+    bad |= (np.isinf(a) | np.isinf(e)) & (a != e)
     return bad
+
+
+def _n_finite(values: np.ndarray) -> int:
+    if np.issubdtype(values.dtype, np.integer):
+        return values.size
+    return int(np.isfinite(values.astype(np.float64)).sum())
 
 
 def _first(where: np.ndarray, limit: int = 8) -> list[tuple[int, int]]:
@@ -89,12 +116,13 @@ def _first(where: np.ndarray, limit: int = 8) -> list[tuple[int, int]]:
 
 # where the NPU algorithm itself departs from the CPU golden (isa.md §4: float TFMOD(S)/TREM(S) compute a - q*b
 # with q the rounded quotient, so a quotient that rounds onto an integer, e.g. with a divisor like 0.3, gives a
-# different remainder than exact fmod)
+# different remainder than exact fmod; an infinite divisor gives a - 0*inf = NaN where fmod gives a)
 KNOWN_DIVERGENCE = {
     "fmod": "a known divergence, not a lowering error: the NPU computes a - trunc(a/b)*b from a rounded quotient, "
-            "which departs from exact fmod where a/b rounds onto an integer (isa.md §4)",
+            "which departs from exact fmod where a/b rounds onto an integer, and is NaN for an infinite b (isa.md §4)",
     "rem": "a known divergence, not a lowering error: the NPU computes a - floor(a/b)*b from a rounded quotient, "
-           "which departs from the exact floor-modulo where a/b rounds onto an integer (isa.md §4)",
+           "which departs from the exact floor-modulo where a/b rounds onto an integer, and is NaN for an infinite b "
+           "(isa.md §4)",
 }
 
 
@@ -107,32 +135,35 @@ def verify(plan: Plan, seed: int = 0) -> Verification:
     from . import a2a3 as emu_a2a3
 
     inputs = make_inputs(plan, seed)
-    if plan.arch == "a2a3":
-        before, after = emu_a2a3.run(plan, inputs, seed)
-    else:
-        from . import a5 as emu_a5
+    with np.errstate(all="ignore"):  # overflow to inf or NaN is a result to compare, not a warning to print
+        if plan.arch == "a2a3":
+            before, after = emu_a2a3.run(plan, inputs, seed)
+        else:
+            from . import a5 as emu_a5
 
-        before, after = emu_a5.run(plan, inputs, seed)
+            before, after = emu_a5.run(plan, inputs, seed)
+        try:
+            expected = golden_for(plan, inputs)
+        except PtoCostError as exc:
+            return Verification(None, f"no golden: {exc}")
     inst = instruction(plan.op)
     dst_buf = plan.buffers[0]
     for buf in plan.buffers:
         if buf.name == "dst":
             dst_buf = buf
-    try:
-        expected = golden_for(plan, inputs)
-    except PtoCostError as exc:
-        return Verification(None, f"no golden: {exc}")
     # a golden may return {buffer name: expected tile} for ops with several outputs (arg ops: values and indices);
     # each output is checked under its own CheckSpec
     outputs = expected if isinstance(expected, dict) else {dst_buf.name: expected}
     problems: list[tuple] = []
-    n_bad = 0
+    n_bad = n_checked = n_finite = 0
     specs: list[tuple] = []  # (output buffer, its CheckSpec)
     for buf in plan.buffers:
         if buf.name in outputs:
             spec = check_spec_for(plan, buf, inst)
             n_bad += _check_output(buf, before, after, outputs[buf.name], spec, problems)
             specs.append((buf, spec))
+            n_checked += int(spec.checked.sum())
+            n_finite += _n_finite(outputs[buf.name][spec.checked])
     for buf in plan.buffers:
         if buf.scratch or buf.name in outputs or buf.offset == dst_buf.offset:  # an in-place source is the destination
             continue
@@ -149,6 +180,9 @@ def verify(plan: Plan, seed: int = 0) -> Verification:
                  and not plan.request.dtype.is_integer else "")
         return Verification(False, f"{n_bad} valid-region element(s) differ from the golden; {len(problems)} problem(s) "
                                    f"listed{known}", tuple(problems))
+    if n_checked and not n_finite:
+        return Verification(None, f"not verified: all {n_checked} golden value(s) compared are inf or NaN, so the "
+                                  "data exercised nothing finite")
     notes = [_match_note(buf, spec) for buf, spec in specs]
     if len(notes) == 1:
         return Verification(True, notes[0])
