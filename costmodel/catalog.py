@@ -51,9 +51,13 @@ class Instruction:
                 raise UnsupportedDtypeError(
                     f"{self.name} {what} on {arch} (--dst-dtype); accepted pairs: {' '.join(pairs)}")
             raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {' '.join(toks)}")
+        if not pairs:
+            raise UnsupportedDtypeError(f"{self.name} does not convert: it takes no --dst-dtype (got {dt.name} to "
+                                        f"{dst.name}); accepted dtypes on {arch}: {' '.join(toks)}")
         if f"{dt.name}>{dst.name}" not in pairs:
             raise UnsupportedDtypeError(
-                f"{self.name} does not support {dt.name}->{dst.name} on {arch}; accepted: {' '.join(toks)}")
+                f"{self.name} does not convert {dt.name} to {dst.name} on {arch} (--dst-dtype); accepted pairs: "
+                f"{' '.join(pairs)}")
 
 @functools.cache
 def _instructions() -> dict[str, Instruction]:
