@@ -61,7 +61,24 @@ def _model_name(name: str) -> str:
 
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", callback=_model_name, help="Cost model: auto (A2/A3: formula; A5: the formula where the table has parameters for the request, else the anchored pipeline, or the pipeline alone where no measured op anchors it), formula, pipeline, anchored (A5).")]
+SEED_MAX = 2**32 - 1  # numpy's legacy seeding (a sweep's sample of points) takes 0 .. 2**32 - 1
+
+
+def _seed(value: int) -> int:
+    if not 0 <= value <= SEED_MAX:
+        raise typer.BadParameter(f"{value} is out of range; accepted: 0 to {SEED_MAX}")
+    return value
+
+
+SeedOpt = Annotated[int, typer.Option("--seed", callback=_seed, help=f"Seed of the random input data (and of a sweep's sample of points): 0 to {SEED_MAX}.")]
 MAX_PLOT_POINTS = 100_000
+
+
+def _model_if_given(name: Optional[str]) -> Optional[str]:
+    return None if name is None else _model_name(name)
+
+
+SweepModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", callback=_model_if_given, help="Cost model, as in `estimate` (auto, formula, pipeline, anchored); given, it overrides the spec's `model` (default: the spec's, else auto).")]
 
 
 def _kwargs(req: dict) -> dict:
@@ -115,7 +132,7 @@ def compare(
     if across is not None:
         if arch:
             raise PtoCostError("give either --arch or --across (arches side by side), not both")
-        arches = [check_arch(a) for a in across.split(",") if a.strip()]
+        arches = list(dict.fromkeys(check_arch(a) for a in across.split(",") if a.strip()))
         if not arches:
             raise PtoCostError("--across needs arch names, e.g. a2a3,a5")
     else:
@@ -157,7 +174,7 @@ def plan(
     json_out: JsonOpt = False,
     timeline: Annotated[bool, typer.Option("--timeline", metavar="", help="A5: also print the pipeline model's cycle-by-cycle "
                                            "issue timeline (loops shown for their first iterations).")] = False,
-    iterations: Annotated[int, typer.Option("--timeline-iterations", min=1, help="Iterations of each loop shown in the timeline (the timeline simulates at most 4 trips of a shape loop).")] = 2,
+    iterations: Annotated[Optional[int], typer.Option("--timeline-iterations", min=1, help="With --timeline or --chrome-trace (an error without them): iterations of each loop shown, default 2 (the timeline simulates at most 4 trips of a shape loop).")] = None,
     chrome_trace: Annotated[Optional[str], typer.Option("--chrome-trace", metavar="PATH.json", help="A5: write the timeline's instructions (the iterations --timeline-iterations shows) as a Chrome trace-event file for chrome://tracing or ui.perfetto.dev: a track per unit (a pipelined unit's overlapping instructions on lanes: load0, load0 #2, ...), 1 us = 1 cycle.")] = None,
     req: dict = None,
 ) -> None:
@@ -168,6 +185,9 @@ def plan(
 
     if chrome_trace and Path(chrome_trace).suffix.lower() != ".json":
         raise PtoCostError(f"--chrome-trace {chrome_trace}: a trace-event file is JSON; give a path ending in .json")
+    if iterations is not None and not (timeline or chrome_trace):
+        raise PtoCostError("--timeline-iterations sets what --timeline or --chrome-trace shows; add one of them")
+    iterations = iterations or 2
     kw = _kwargs(req)
     shape, dtype, arch = kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None)
     p = costmodel.plan(op, shape, dtype, arch, strategy=strategy, **kw)
@@ -177,7 +197,7 @@ def plan(
         from costmodel.models.a5_pipeline import PipelineModel
 
         result = PipelineModel().simulate(p)
-        tl = result.timeline(max_iterations=max(1, iterations))
+        tl = result.timeline(max_iterations=iterations)
     if chrome_trace:
         from fit.io import write_json
 
@@ -211,14 +231,14 @@ def plan(
 def verify(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
     strategy: Annotated[Optional[str], typer.Option("--strategy", help="A strategy name, or `all` for every legal one.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random input data.")] = 0,
+    seed: SeedOpt = 0,
     json_out: JsonOpt = False,
     req: dict = None,
 ) -> None:
     """Emulate the plan on random data and compare with the golden; exit 1 on a mismatch."""
     from costmodel import lower
     from costmodel.api import request
-    from costmodel.emulate.verify import verify as run_verify
+    from costmodel.emulate.verify import overall, verify as run_verify
     from . import render
 
     kw = _kwargs(req)
@@ -230,7 +250,7 @@ def verify(
         results.append((s, v))
     failed = any(v.ok is False for _, v in results)
     if json_out:
-        render.emit_json({"op": r.op, "arch": r.arch, "ok": not failed, "results": [
+        render.emit_json({"op": r.op, "arch": r.arch, "ok": overall(v for _, v in results), "results": [
             {"strategy": s, "verified": v.label, "verify_note": v.note,
              "mismatches": [{"tile": where, "index": list(idx) if isinstance(idx, tuple) else idx, "got": got,
                              "expected": want} for where, idx, got, want in v.mismatches]} for s, v in results]})
@@ -392,14 +412,14 @@ def validate(
 @request_options(exclude=("shape", "dtype", "valid", "arch"))
 def plot(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
-    output: Annotated[str, typer.Option("--output", "-o", help="Figure file (.png or .svg).")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Figure file, in any format matplotlib writes (by its extension: .png, .svg, .pdf, ...).")],
     dtype: Annotated[str, typer.Option("--dtype", "-t", help="Element type, or a comma list for one line per dtype.")] = "f16",
     rows: Annotated[str, typer.Option("--rows", help="Rows: N, or LO:HI:STEP for a rows sweep (both ranges: heatmap).")] = "64",
     cols: Annotated[str, typer.Option("--cols", help="Cols: N, or LO:HI:STEP (e.g. 16:2048:16).")] = "16:1024:16",
     strategy: Annotated[str, typer.Option("--strategy", help="`default`, `all` (one line per legal strategy) or a name.")] = "default",
     arch: Annotated[Optional[str], typer.Option("--arch", "-a", help="a2a3 or a5 (default $PTO_COST_ARCH, else a2a3).")] = None,
     model: ModelOpt = "auto",
-    measured: Annotated[Optional[str], typer.Option("--measured", help="Trace whose matching rows are overlaid as points.")] = None,
+    measured: Annotated[Optional[str], typer.Option("--measured", help="Trace whose rows of the plotted requests are overlaid as points, each on the line of the strategy it resolves to (rows of a strategy without a line are left out, and counted).")] = None,
     csv: Annotated[Optional[str], typer.Option("--csv", help="Also write the data behind the figure.")] = None,
     valid_rows: Annotated[Optional[int], typer.Option("--valid-rows", min=1, help="Valid rows of every point (default: the whole tile; a smaller tile is not modelled).")] = None,
     valid_cols: Annotated[Optional[int], typer.Option("--valid-cols", min=1, help="Valid cols of every point (default: the whole tile; a smaller tile is not modelled).")] = None,
@@ -435,6 +455,7 @@ def plot(
     spec = {"ops": [op], "dtypes": dtype, "archs": [arch_name], "strategies": [strategy], "rows": rows, "cols": cols,
             "valid_rows": valid_rows, "valid_cols": valid_cols, "dst_dtypes": [dst] if dst else None, "params": params}
     grid = expand(spec)
+    _check_plot_names(grid, strategy)
     heat = grid["rows"].nunique() > 1 and grid["cols"].nunique() > 1
     if heat and measured:
         raise PtoCostError("--measured overlays curves; a heatmap (both --rows and --cols ranges) has no room for "
@@ -458,7 +479,10 @@ def plot(
         x = "cols" if grid["cols"].nunique() > 1 or grid["rows"].nunique() == 1 else "rows"
         fixed = "rows" if x == "cols" else "cols"
         series = [c for c, multi in (("dtype", df["dtype"].nunique() > 1), ("strategy", strategy == "all")) if multi] or ["strategy"]
-        overlay = _measured_points(measured, df, x, fixed, dst, {**params, **fixed_valid}) if measured else None
+        overlay = None
+        if measured:
+            overlay = _on_lines(_measured_points(measured, df, x, fixed, dst, {**params, **fixed_valid}), df, measured,
+                                f"{fixed} = {df[fixed].iloc[0]}")
         fig = curves_figure(df, x, series, title=f"{title}, {fixed} = {df[fixed].iloc[0]}", measured=overlay)
     save_figure(fig, output)
     if csv:
@@ -467,6 +491,56 @@ def plot(
     why = f"see `note` in {csv}" if csv else f"e.g. {df.loc[df['cycles'].isna(), 'note'].iloc[0]}" if n_bad else ""
     render.console(stderr=True).print(render.plain(f"wrote {output}" + (f" and {csv}" if csv else "")
                                       + (f"; {n_bad} point(s) not modelled ({why})" if n_bad else "")))
+
+
+def _check_plot_names(grid, strategy: str) -> None:
+    """Raise PtoCostError, as `estimate` does, for a dtype (or conversion pair) the plotted op does not take on the
+    arch at all, or a strategy name the op does not have there (one legal at some shapes only is those points' note)."""
+    from costmodel import lower
+    from costmodel.arch import check_arch
+    from costmodel.catalog import instruction
+    from costmodel.dtypes import dtype as as_dtype
+    from costmodel.errors import PtoCostError
+    from costmodel.operands import make_request
+    from costmodel.sweep import request_kwargs
+
+    first = grid.drop_duplicates("dtype")
+    for rec in first.to_dict("records"):
+        instruction(rec["op"]).check_dtype(check_arch(rec["arch"]), as_dtype(rec["dtype"]),
+                                           as_dtype(rec["dst_dtype"]) if rec["dst_dtype"] else None)
+    if strategy.lower() in ("default", "all"):
+        return
+    for rec in first.to_dict("records"):
+        values = {k: v for k, v in rec.items() if k != "strategy"}
+        try:
+            names = lower.strategies(make_request(**request_kwargs(values, rec["rows"], rec["cols"], rec["valid_rows"],
+                                                                   rec["valid_cols"])))[1]
+        except PtoCostError:  # this point's own problem: its note
+            continue
+        if strategy.lower() not in {n.lower() for n in names}:
+            raise PtoCostError(f"unknown strategy {strategy!r} for {rec['op']} {rec['dtype']} on {rec['arch']}; "
+                               f"strategies: {', '.join(names)}")
+
+
+def _on_lines(points, df, path: str, at: str):
+    """The measured points whose dtype and resolved strategy have a line in the plot; notes on stderr when no row
+    of the trace is of the plotted requests, or rows of strategies without a line are left out."""
+    import numpy as np
+
+    from . import render
+
+    con = render.console(stderr=True)
+    if points.empty:
+        con.print(render.plain(f"note: no row of {path} measures the plotted requests ({df['op'].iloc[0]} "
+                               f"{', '.join(df['dtype'].unique())} on {df['arch'].iloc[0]} at {at}); nothing overlaid"))
+        return points
+    lines = set(zip(df.loc[df["cycles"].notna(), "dtype"], df.loc[df["cycles"].notna(), "strategy"]))
+    on = np.array([key in lines for key in zip(points["dtype"], points["strategy"])], dtype=bool)
+    if not on.all():
+        off = ", ".join(dict.fromkeys(points.loc[~on, "strategy"]))
+        con.print(render.plain(f"note: {int((~on).sum())} measured row(s) of {path} resolve to a strategy the plot "
+                               f"draws no line of ({off}) and are left out; --strategy all draws every strategy"))
+    return points[on]
 
 
 # what a measured row's request keeps when the plot's op options replace its own: what no option sets (TSEL's mask
@@ -479,17 +553,28 @@ def _measured_points(path: str, df, x: str, fixed: str, dst: str | None, params:
     loop form a row was measured in aside) at the fixed dimension. A curve point is a tile valid everywhere, so a
     row sits at its valid extent (10x1312 valid 10x1280 runs 20 chunks a row, like a 10x1280 tile, not 21); where
     the plot fixes a valid count (`valid_rows` / `valid_cols` in `params`), rows with that count sit at their tile's
-    extent instead, like the curve's points."""
+    extent instead, like the curve's points. Each row gets the strategy its own request resolves to, and its dtype's
+    canonical name. Raises PtoCostError where the trace has no measured_cycles or a row of the op is malformed."""
     import numpy as np
 
+    from costmodel import lower
     from costmodel.dtypes import dtype as as_dtype
     from costmodel.errors import PtoCostError
     from costmodel.operands import make_request
-    from fit.traces import check_trace, read_trace, request_kwargs
+    from fit.traces import LINE, check_trace, read_trace, request_kwargs
 
-    good, _ = check_trace(read_trace(path))
+    raw = read_trace(path)
+    if "measured_cycles" in raw.attrs.get("added_columns", ()):
+        raise PtoCostError(f"--measured {path}: no measured_cycles column; accepted: a trace of measured cycles")
+    good, problems = check_trace(raw)
+    op = df["op"].iloc[0].upper()
+    ours = set(raw.loc[raw["op"].str.upper() == op, LINE])
+    bad = [p for p in problems if p.line in ours]
+    if bad:
+        more = f" (and {len(bad) - 1} more problem(s) in rows of {op})" if len(bad) > 1 else ""
+        raise PtoCostError(f"--measured {path}: {bad[0]}{more}")
     names = {as_dtype(d).name for d in df["dtype"].unique()}
-    good = good[good["op"].str.upper() == df["op"].iloc[0].upper()]
+    good = good[good["op"].str.upper() == op]
     good = good[good["dtype"].map(lambda d: as_dtype(d).name).isin(names) & (good["arch"].str.lower() == df["arch"].iloc[0])]
     good = good[good["dst_dtype"].map(lambda d: as_dtype(d).name if d else "") == (as_dtype(dst).name if dst else "")]
     at = {dim: dim if params.get(f"valid_{dim}") else f"valid_{dim}" for dim in ("rows", "cols")}
@@ -499,18 +584,22 @@ def _measured_points(path: str, df, x: str, fixed: str, dst: str | None, params:
             good = good[good[f"valid_{dim}"] == params[f"valid_{dim}"]]
     asked = {k: v for k, v in params.items() if not k.startswith("valid_")}
 
-    def same_variant(row) -> bool:
+    def variant_strategy(row) -> str | None:
+        """The strategy of the row's request where it is the plot's variant, else None."""
         try:
             kw = request_kwargs(row)
             theirs = make_request(**kw)
             ours = make_request(**{**{k: v for k, v in kw.items() if k in _REQUEST_KEYS}, **asked})
+            same = ({k: v for k, v in theirs.params if k != "vf_impl_kind"} == {k: v for k, v in ours.params if k != "vf_impl_kind"}
+                    and theirs.tiles[0][1].static_valid == ours.tiles[0][1].static_valid)
+            return lower.resolve_strategy(theirs)[0] if same else None
         except PtoCostError:
-            return False
-        return ({k: v for k, v in theirs.params if k != "vf_impl_kind"} == {k: v for k, v in ours.params if k != "vf_impl_kind"}
-                and theirs.tiles[0][1].static_valid == ours.tiles[0][1].static_valid)
+            return None
 
-    good = good[np.array([same_variant(r) for r in good.to_dict("records")], dtype=bool)]
-    return good.assign(**{x: good[at[x]]})
+    strategies = [variant_strategy(r) for r in good.to_dict("records")]
+    good = good[np.array([s is not None for s in strategies], dtype=bool)]
+    return good.assign(**{x: good[at[x]]}, strategy=[s for s in strategies if s is not None],
+                       dtype=good["dtype"].map(lambda d: as_dtype(d).name))
 
 
 @app.command("fit", cls=_Command)
@@ -610,16 +699,23 @@ def _load_spec(path: str) -> dict:
     return spec
 
 
+def _checked_spec(spec: dict) -> dict:
+    """Return the sweep spec with its arches defaulted like `--arch` ($PTO_COST_ARCH, else a2a3)."""
+    from costmodel.api import resolve_arch
+
+    return spec if spec.get("archs") is not None else {**spec, "archs": [resolve_arch(None)[0]]}
+
+
 @app.command("sweep", cls=_Command)
 def sweep_cmd(
-    spec: Annotated[str, typer.Argument(help="Grid spec (.yaml needs pto-cost\\[yaml], .toml, .json): ops, rows, cols (a number or a range like 16:512:16) and optionally dtypes, dst_dtypes (TCVT targets), archs, strategies (default, all or a name), valid_rows, valid_cols (a count or full), params (op parameters named like the options, with underscores: src1_valid, e.g. {saturation: \\[on, off]}: a list is a grid dimension), model.")],
+    spec: Annotated[str, typer.Argument(help="Grid spec (.yaml needs pto-cost\\[yaml], .toml, .json): ops, rows, cols (a number or a range like 16:512:16) and optionally dtypes, dst_dtypes (TCVT targets), archs (default $PTO_COST_ARCH, else a2a3), strategies (default, all or names; all covers the others), valid_rows, valid_cols (a count or full), params (op parameters named like the options, with underscores: src1_valid, e.g. {saturation: \\[on, off]}: a list is a grid dimension), model (--model overrides it). A list may not be empty.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Result file (.csv or .parquet).")],
     engine: Annotated[str, typer.Option("--engine", help="local, or dask (needs pto-cost\\[dask]).")] = "local",
     workers: Annotated[Optional[int], typer.Option("--workers", help="Dask workers of the local cluster.")] = None,
-    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Address of an existing dask scheduler.")] = None,
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Address of an existing dask scheduler, e.g. tcp://HOST:8786.")] = None,
     verify_sample: Annotated[int, typer.Option("--verify-sample", min=0, help="Emulate N random points against the golden; fail if any disagrees.")] = 0,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the verify sample.")] = 0,
-    model: ModelOpt = "auto",
+    seed: SeedOpt = 0,
+    model: SweepModelOpt = None,
 ) -> None:
     """Evaluate a grid of requests (vectorised) and write one row per point with cycles, strategy, default and best."""
     from costmodel.errors import PtoCostError
@@ -632,12 +728,13 @@ def sweep_cmd(
     check_table_path(output)
     if engine not in ("local", "dask"):
         raise PtoCostError(f"unknown engine {engine!r}; accepted: local, dask")
-    if engine == "local" and (workers is not None or scheduler):
+    if engine == "local" and (workers is not None or scheduler is not None):
         raise PtoCostError("--workers and --scheduler choose the dask cluster; add --engine dask")
-    if workers is not None and scheduler:
+    if workers is not None and scheduler is not None:
         raise PtoCostError("give either --workers (a local dask cluster) or --scheduler (an existing one), not both")
-    grid = expand(_load_spec(spec))
-    model = _load_spec(spec).get("model", model) if model == "auto" else model
+    spec_doc = _checked_spec(_load_spec(spec))
+    model = model or _model_name(spec_doc.get("model") or "auto")
+    grid = expand(spec_doc)
     con = render.console(stderr=True)
     if engine == "local":
         with render.progress("sweeping", len(grid)) as tick:

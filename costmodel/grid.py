@@ -23,11 +23,11 @@ def parse_range(value: Any, what: str) -> list[int]:
         return out
     if isinstance(value, dict):
         value = f"{value.get('start')}:{value.get('stop')}:{value.get('step', 1)}"
-    if isinstance(value, int):
-        return [value]
+    if isinstance(value, int) or str(value).strip().isdigit():
+        if int(value) < 1:
+            raise PtoCostError(f"malformed {what} {value!r}: need N >= 1 (or a range A:B:STEP with 1 <= A <= B)")
+        return [int(value)]
     text = str(value).strip()
-    if text.isdigit():
-        return [int(text)]
     m = _RANGE.match(text)
     if not m:
         raise PtoCostError(f"malformed {what} {value!r}: expected N, A:B or A:B:STEP (e.g. 16:2048:16)")
@@ -48,6 +48,26 @@ def _list(value: Any, default: list) -> list:
     return list(value)
 
 
+_SPEC_LISTS = {"ops": "op, e.g. TADD", "dtypes": "element type, e.g. f16", "archs": "arch: a2a3 or a5",
+               "strategies": "strategy: default, all or a name", "dst_dtypes": "destination type, e.g. f16",
+               "rows": "count or range, e.g. 16:512:16", "cols": "count or range, e.g. 16:512:16"}
+
+
+def _empty(value: Any) -> bool:
+    """Whether a spec entry lists nothing (an empty list, or a blank or comma-only string)."""
+    if isinstance(value, str):
+        return not value.replace(",", "").strip()
+    return isinstance(value, (list, tuple)) and not value
+
+
+def _strategies(names: list) -> list[str]:
+    """Each strategy name once, in any letter case; `all` covers the others."""
+    seen: dict[str, str] = {}
+    for name in names:
+        seen.setdefault(str(name).lower(), str(name))
+    return ["all"] if "all" in seen else list(seen.values())
+
+
 def expand(spec: dict[str, Any]):
     """Return a pandas DataFrame with one row per grid point of the spec (columns op, dtype, arch, strategy, rows, cols, ...)."""
     import pandas as pd
@@ -57,10 +77,14 @@ def expand(spec: dict[str, Any]):
         raise PtoCostError(f"unknown sweep spec key(s) {', '.join(sorted(unknown))}; accepted: {', '.join(SPEC_KEYS)}, model")
     if "ops" not in spec or "rows" not in spec or "cols" not in spec:
         raise PtoCostError("a sweep spec needs at least `ops`, `rows` and `cols`")
+    for key, what in _SPEC_LISTS.items():
+        value = spec.get(key)
+        if (key == "ops" and value is None) or _empty(value):
+            raise PtoCostError(f"sweep spec: `{key}` is empty; give at least one {what}")
     ops = _list(spec.get("ops"), [])
     dtypes = _list(spec.get("dtypes"), ["f16"])
     archs = _list(spec.get("archs"), ["a2a3"])
-    strategies = _list(spec.get("strategies"), ["default"])
+    strategies = _strategies(_list(spec.get("strategies"), ["default"]))
     dst = _list(spec.get("dst_dtypes"), [""])
     rows = parse_range(spec["rows"], "rows")
     cols = parse_range(spec["cols"], "cols")

@@ -302,11 +302,8 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
     starts = [f.n * i // k for i in range(k)]
     parts = [slim.iloc[a:b] for a, b in zip(starts, starts[1:] + [f.n])]
     cluster, own = None, client is None
-    if client is None and scheduler:
-        try:
-            client = Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError) as exc:
-            raise PtoCostError(f"cannot reach the dask scheduler at {scheduler} ({str(exc).splitlines()[0]})") from None
+    if client is None and scheduler is not None:
+        client = _connect(Client, scheduler)
     elif client is None:
         cluster = local_cluster(workers or 2, processes=processes)
         client = Client(cluster)
@@ -318,6 +315,23 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
         if cluster is not None:
             cluster.close()
     return assemble(f, concat(results, starts))
+
+
+def _connect(client_cls, address: str):
+    """A dask client of the scheduler at `address`; PtoCostError when the address is empty, malformed or does not
+    answer within 10 s."""
+    from .errors import PtoCostError
+
+    form = "an address like tcp://HOST:8786"
+    if not address.strip():
+        raise PtoCostError(f"cannot reach the dask scheduler at {address!r}: an empty address; give {form}")
+    try:
+        return client_cls(address, timeout="10s")
+    except ValueError as exc:  # distributed's address parsing
+        raise PtoCostError(f"cannot reach the dask scheduler at {address!r}: {str(exc).splitlines()[0]}; "
+                           f"give {form}") from None
+    except (OSError, TimeoutError) as exc:
+        raise PtoCostError(f"cannot reach the dask scheduler at {address} ({str(exc).splitlines()[0]})") from None
 
 
 # dask starts worker processes with MALLOC_TRIM_THRESHOLD_=64 KiB (memory goes back to the OS eagerly); that also

@@ -123,8 +123,9 @@ def check_figure_path(path: str | os.PathLike) -> str:
     formats = Figure().canvas.get_supported_filetypes()
     fmt = Path(check_writable(path)).suffix.lstrip(".").lower()
     if fmt not in formats:
+        common = [f for f in ("png", "svg", "pdf", "jpg", "eps") if f in formats]
         raise PtoCostError(f"figure {path}: unknown image format {fmt or '(no extension)'!r}; accepted: "
-                           f"{', '.join(sorted(formats))}")
+                           f"{', '.join(common)}, ... (any of the {len(formats)} formats matplotlib writes)")
     return fmt
 
 

@@ -88,7 +88,9 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
     at its sample (a cost that grows with ceil(x / chunk) holds from just past one sample up to the next), so a
     measured row at a width between samples sits on the step of the sample above it. A strategy has one colour
     (in the lines and the strip), a dtype one dash pattern; where several strategies of a dtype are drawn, each later
-    one is thinner, so lines that tie stay visible.
+    one is thinner, so lines that tie stay visible. `measured` rows (columns `x`, measured_cycles, dtype and
+    strategy) are crosses in the colour of their strategy's line (their dtype's, where lines are per dtype), one
+    legend entry per strategy (and dtype).
     """
     import matplotlib
 
@@ -106,12 +108,14 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
     colours = {n: palette(k % 10) for k, n in enumerate(drawn)} if by_strategy else {}
     dashes = {dt: LINE_STYLES[k % len(LINE_STYLES)] for k, dt in enumerate(dict.fromkeys(df["dtype"]))}
     groups = list(df[df["cycles"].notna()].groupby(series, sort=False))  # unmodelled points: _mark_unmodelled
+    dtype_colours = {}
     # lines can cover each other only where two series have a value at the same x
     can_tie = bool(df[df["cycles"].notna()].groupby([x, "dtype"]).size().gt(1).any())
     for i, (keys, g) in enumerate(groups):
         keys = keys if isinstance(keys, tuple) else (keys,)
         row = dict(zip(series, keys))
         style = {"color": colours[row["strategy"]]} if by_strategy else {"color": palette(i % 10)}
+        dtype_colours.setdefault(row.get("dtype", g["dtype"].iloc[0]), style["color"])
         style["ls"] = dashes.get(row.get("dtype", g["dtype"].iloc[0]), "-") if "dtype" in series or by_strategy else "-"
         g = g.groupby(x)["cycles"].first().reindex(xs)  # gaps where the strategy is illegal stay gaps
         rank = list(colours).index(row["strategy"]) if by_strategy else i
@@ -119,8 +123,11 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
         ax.plot(g.index, g.to_numpy(), drawstyle="steps-pre", marker="o", ms=lw + 1.5, lw=lw,
                 label=_series_label(keys, series), **style)
     if measured is not None and len(measured):
-        ax.scatter(measured[x], measured["measured_cycles"], marker="x", color="black", s=40, zorder=5,
-                   label="measured (at its valid extent)")
+        several = df["dtype"].nunique() > 1
+        for (dt, name), m in measured.groupby(["dtype", "strategy"], sort=False):
+            colour = colours.get(name) if by_strategy else dtype_colours.get(dt)
+            ax.scatter(m[x], m["measured_cycles"], marker="x", color=colour or "black", s=45, lw=1.6, zorder=5,
+                       label=f"measured {name}{f' {dt}' if several else ''} (at its valid extent)")
     _mark_unmodelled(ax, df, x)
     _mark_series_ends(ax, df, x)
     extra = []
@@ -223,9 +230,17 @@ def _runs(values: np.ndarray, step: float) -> list[tuple[float, float]]:
     return out
 
 
+def _edges(ticks: np.ndarray) -> np.ndarray:
+    """Cell edges around sorted tick values: halfway between neighbours, half a gap beyond the ends (one tick: ±0.5)."""
+    if len(ticks) == 1:
+        return np.array([ticks[0] - 0.5, ticks[0] + 0.5])
+    mid = (ticks[1:] + ticks[:-1]) / 2
+    return np.concatenate([[ticks[0] - (mid[0] - ticks[0])], mid, [ticks[-1] + (ticks[-1] - mid[-1])]])
+
+
 def heatmap_figure(df: pd.DataFrame, title: str = ""):
     """Return heatmaps over rows × cols, one row of panels per dtype: default-strategy cycles, and the fastest
-    strategy when several were evaluated."""
+    strategy when several were evaluated. Each cell is centred on its rows and cols values."""
     dtypes = list(dict.fromkeys(df["dtype"]))
     panels = 2 if df["best"].nunique() > 1 else 1
     fig = _figure(figsize=(7 * panels, 5 * len(dtypes)))
@@ -233,7 +248,8 @@ def heatmap_figure(df: pd.DataFrame, title: str = ""):
     for row, dt in enumerate(dtypes):
         sub = df[df["dtype"] == dt]
         d = sub[sub["default"]] if sub["default"].any() else sub
-        grid = d.pivot_table(index="rows", columns="cols", values="cycles", aggfunc="first")
+        ys, xs = np.sort(sub["rows"].unique()), np.sort(sub["cols"].unique())
+        grid = d.pivot_table(index="rows", columns="cols", values="cycles", aggfunc="first").reindex(index=ys, columns=xs)
         ax = axes[row, 0]
         if grid.empty or not np.isfinite(grid.to_numpy(dtype=float)).any():
             notes = sub["note"].astype(str) if "note" in sub else pd.Series(dtype=str)
@@ -244,19 +260,18 @@ def heatmap_figure(df: pd.DataFrame, title: str = ""):
             for extra in axes[row, 1:]:
                 extra.set_axis_off()
             continue
-        extent = [grid.columns.min(), grid.columns.max(), grid.index.min(), grid.index.max()]
-        im = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", cmap="viridis", extent=extent)
+        cells = (_edges(xs), _edges(ys))
+        im = ax.pcolormesh(*cells, np.ma.masked_invalid(grid.to_numpy(dtype=float)), cmap="viridis")
         fig.colorbar(im, ax=ax, label="cycles (default strategy)")
         ax.set_xlabel("columns (elements)")
         ax.set_ylabel("rows")
         ax.set_title(f"{dt}: cycles")
         if panels == 2:
-            best = d.pivot_table(index="rows", columns="cols", values="best", aggfunc="first")
+            best = d.pivot_table(index="rows", columns="cols", values="best", aggfunc="first").reindex(index=ys, columns=xs)
             names = sorted(n for n in pd.unique(best.to_numpy().ravel()) if isinstance(n, str) and n)
             codes = best.apply(lambda c: c.map({n: i for i, n in enumerate(names)})).to_numpy(float)
             cmap = _cmap("tab10", len(names))
-            axes[row, 1].imshow(codes, origin="lower", aspect="auto", cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5,
-                                extent=extent)
+            axes[row, 1].pcolormesh(*cells, np.ma.masked_invalid(codes), cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5)
             from matplotlib.patches import Rectangle
 
             handles = [Rectangle((0, 0), 1, 1, color=cmap(i)) for i in range(len(names))]

@@ -326,6 +326,20 @@ def test_version_is_the_installed_package_version():
     assert costmodel.__version__ == version("pto-cost")
 
 
+def test_verify_json_is_not_ok_when_nothing_could_be_checked():
+    """hif8 has no numpy form: the only result is n/a, which is not a pass."""
+    r = run("verify", "TCVT", "--shape", "2x256", "--dtype", "f32", "--dst-dtype", "hif8", "--arch", "a5", "--json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and doc["ok"] is None and [x["verified"] for x in doc["results"]] == ["n/a"]
+    assert json.loads(run("verify", "TADD", "--shape", "8x64", "--json").stdout)["ok"] is True
+
+
+def test_compare_across_names_each_arch_once():
+    doc = json.loads(run("compare", "TMINS", "--shape", "64x64", "--across", "a2a3,a5,A5", "--no-verify",
+                         "--json").stdout)
+    assert [d["arch"] for d in doc["across"]] == ["a2a3", "a5"]
+
+
 def test_plan_listing_and_verify_all():
     r = run("plan", "TMINS", "--shape", "16x200", "--valid", "16x190", "--dtype", "f32")
     assert r.returncode == 0 and r.stdout.count("vmins") == 3

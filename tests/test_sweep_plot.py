@@ -60,8 +60,17 @@ def test_dask_engine_matches_local_row_for_row():
     pd.testing.assert_frame_equal(a, b, check_dtype=False)
 
 
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+def run(*args, env=None):
+    import os
+
+    full = {k: v for k, v in os.environ.items() if k != "PTO_COST_ARCH"} | (env or {})
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env=full)
+
+
+def one_line_error(r, needle):
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and needle in lines[0], r.stderr
 
 
 def test_plot_writes_figure_and_data(tmp_path):
@@ -445,3 +454,189 @@ def test_a_grid_with_tile_widths_the_dtype_cannot_have_marks_only_those_points()
     for r in out[~bad].itertuples():
         one = estimate("TCVT", f"8x{r.cols}", "f16", arch="a5", dst_dtype="i8", verify=False)
         assert (r.model, r.cycles) == (one.model, pytest.approx(one.cycles))
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["verify", "TADD", "--shape", "8x64", "--seed", "-1"], "-1 is out of range; accepted: 0 to 4294967295"),
+    (["sweep", "SPEC", "-o", "OUT", "--verify-sample", "5", "--seed", "-5"], "accepted: 0 to 4294967295"),
+    (["sweep", "SPEC", "-o", "OUT", "--verify-sample", "5", "--seed", "4294967296"], "4294967296 is out of range"),
+])
+def test_seeds_outside_what_numpy_takes_are_one_line_errors(tmp_path, args, needle):
+    (tmp_path / "s.json").write_text(json.dumps({"ops": ["TADD"], "rows": 1, "cols": 64}))
+    args = [str(tmp_path / "s.json") if a == "SPEC" else str(tmp_path / "o.csv") if a == "OUT" else a for a in args]
+    one_line_error(run(*args), needle)
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_the_largest_seed_is_taken(tmp_path):
+    (tmp_path / "s.json").write_text(json.dumps({"ops": ["TADD"], "rows": 1, "cols": 64}))
+    r = run("sweep", str(tmp_path / "s.json"), "-o", str(tmp_path / "o.csv"), "--verify-sample", "1", "--seed",
+            "4294967295")
+    assert r.returncode == 0, r.stderr
+    assert run("verify", "TADD", "--shape", "8x64", "--seed", "4294967295").returncode == 0
+
+
+@pytest.mark.parametrize("address, needle", [
+    ("nonsense", "missing port number"), ("http://localhost:8786", "unknown address scheme 'http'"),
+    ("", "an empty address"), (" ", "an empty address")])
+def test_malformed_or_empty_scheduler_addresses_are_one_line_errors(tmp_path, address, needle):
+    pytest.importorskip("dask.distributed")
+    (tmp_path / "s.json").write_text(json.dumps({"ops": ["TADD"], "rows": 1, "cols": 64}))
+    r = run("sweep", str(tmp_path / "s.json"), "-o", str(tmp_path / "o.csv"), "--engine", "dask", "--scheduler", address)
+    one_line_error(r, "cannot reach the dask scheduler at")
+    assert needle in r.stderr and "tcp://HOST:8786" in r.stderr
+    one_line_error(run("sweep", str(tmp_path / "s.json"), "-o", str(tmp_path / "o.csv"), "--scheduler", address),
+                   "add --engine dask")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--dtype", "f16,u8"], "TMINS does not support u8 on a2a3; accepted: i32 i16 f16 f32"),
+    (["--dtype", "f16,f32", "--strategy", "bogus"], "unknown strategy 'bogus' for TMINS f16 on a2a3; strategies: 1LCount"),
+    (["--dtype", "f16", "--arch", "a5", "--dst-dtype", "f32"], "TMINS does not convert: it takes no --dst-dtype"),
+])
+def test_plot_rejects_a_dtype_or_strategy_the_op_does_not_have_on_the_arch(tmp_path, args, needle):
+    one_line_error(run("plot", "TMINS", "--cols", "16:64:16", *args, "-o", str(tmp_path / "p.png")), needle)
+    assert not (tmp_path / "p.png").exists()
+    # a strategy legal at some widths only is those points' note, in any letter case
+    r = run("plot", "TMINS", "--cols", "16:64:16", "--strategy", "1lnorm", "-o", str(tmp_path / "q.png"))
+    assert r.returncode == 0, r.stderr
+
+
+def test_sweep_takes_the_arch_from_the_environment_like_the_other_commands(tmp_path):
+    spec, out = tmp_path / "s.json", tmp_path / "o.csv"
+    spec.write_text(json.dumps({"ops": ["TADD"], "dtypes": ["f32"], "rows": 1, "cols": 64}))
+    assert run("sweep", str(spec), "-o", str(out), env={"PTO_COST_ARCH": "a5"}).returncode == 0
+    assert set(pd.read_csv(out)["arch"]) == {"a5"}
+    assert run("sweep", str(spec), "-o", str(out)).returncode == 0
+    assert set(pd.read_csv(out)["arch"]) == {"a2a3"}
+    one_line_error(run("sweep", str(spec), "-o", str(out), env={"PTO_COST_ARCH": "a9"}), "$PTO_COST_ARCH")
+    spec.write_text(json.dumps({"ops": ["TADD"], "dtypes": ["f32"], "archs": ["a2a3"], "rows": 1, "cols": 64}))
+    assert run("sweep", str(spec), "-o", str(out), env={"PTO_COST_ARCH": "a5"}).returncode == 0
+    assert set(pd.read_csv(out)["arch"]) == {"a2a3"}
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ({"ops": [], "rows": 1, "cols": 64}, "`ops` is empty; give at least one op"),
+    ({"ops": "", "rows": 1, "cols": 64}, "`ops` is empty"),
+    ({"ops": None, "rows": 1, "cols": 64}, "`ops` is empty"),
+    ({"ops": ["TADD"], "dtypes": [], "rows": 1, "cols": 64}, "`dtypes` is empty"),
+    ({"ops": ["TADD"], "strategies": [], "rows": 1, "cols": 64}, "`strategies` is empty"),
+    ({"ops": ["TADD"], "dst_dtypes": " , ", "rows": 1, "cols": 64}, "`dst_dtypes` is empty"),
+    ({"ops": ["TADD"], "rows": [], "cols": 64}, "`rows` is empty"),
+    ({"ops": ["TADD"], "rows": -3, "cols": 64}, "malformed rows -3: need N >= 1"),
+    ({"ops": ["TADD"], "rows": 1, "cols": 0}, "malformed cols 0: need N >= 1"),
+    ({"ops": ["TADD"], "rows": [8, "0"], "cols": 64}, "malformed rows '0': need N >= 1"),
+    ({"ops": ["TADD"], "rows": 1.5, "cols": 64}, "malformed rows 1.5"),
+])
+def test_empty_spec_lists_and_counts_below_one_are_parse_errors(tmp_path, spec, needle):
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    one_line_error(run("sweep", str(tmp_path / "s.json"), "-o", str(tmp_path / "o.csv")), needle)
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_sweep_gives_each_strategy_row_once(tmp_path):
+    out = tmp_path / "o.csv"
+    for strategies in (["default", "all"], "All, 2LCount", ["default", "DEFAULT"]):
+        (tmp_path / "s.json").write_text(json.dumps({"ops": ["TMINS"], "strategies": strategies, "rows": 8, "cols": 64}))
+        assert run("sweep", str(tmp_path / "s.json"), "-o", str(out)).returncode == 0
+        df = pd.read_csv(out)
+        assert not df.duplicated(["rows", "cols", "strategy"]).any(), strategies
+        assert df["default"].sum() == 1
+    assert len(df) == 1
+
+
+def test_an_explicit_model_option_overrides_the_spec_even_when_auto(tmp_path):
+    spec, out = tmp_path / "s.json", tmp_path / "o.csv"
+    spec.write_text(json.dumps({"ops": ["TADD"], "dtypes": ["f32"], "archs": ["a5"], "rows": 1, "cols": 64,
+                                "model": "pipeline"}))
+    assert run("sweep", str(spec), "-o", str(out)).returncode == 0
+    assert set(pd.read_csv(out)["model"]) == {"pipeline"}
+    assert run("sweep", str(spec), "-o", str(out), "--model", "auto").returncode == 0
+    assert set(pd.read_csv(out)["model"]) == {estimate("TADD", "1x64", "f32", "a5", verify=False).model} != {"pipeline"}
+    one_line_error(run("sweep", str(spec), "-o", str(out), "--model", "bogus"), "unknown model 'bogus'")
+
+
+def test_timeline_iterations_without_a_timeline_is_an_error():
+    one_line_error(run("plan", "TMINS", "--shape", "16x64", "--arch", "a5", "--timeline-iterations", "3"),
+                   "--timeline-iterations sets what --timeline or --chrome-trace shows")
+    r = run("plan", "TMINS", "--shape", "16x64", "--arch", "a5", "--timeline", "--timeline-iterations", "3")
+    assert r.returncode == 0, r.stderr
+
+
+def test_plot_help_names_every_figure_format():
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    out = " ".join(CliRunner().invoke(app, ["plot", "--help"], env={"COLUMNS": "300"}).output.split())
+    assert "(.png or .svg)" not in out and "any format matplotlib writes" in out
+
+
+def test_heatmap_cells_are_centred_on_their_values():
+    from fit.plots import heatmap_figure
+
+    rows = [{"dtype": "f16", "rows": r, "cols": c, "cycles": float(r * c), "default": True,
+             "best": "a" if c < 128 else "b", "note": ""} for r in (1, 2, 3) for c in (64, 128, 192, 256)]
+    fig = heatmap_figure(pd.DataFrame(rows))
+    panels = [ax for ax in fig.axes if ax.get_title() in ("f16: cycles", "f16: fastest strategy")]
+    assert len(panels) == 2
+    for ax in panels:
+        mesh = ax.collections[0].get_coordinates()
+        centres_x = (mesh[0, 1:, 0] + mesh[0, :-1, 0]) / 2
+        centres_y = (mesh[1:, 0, 1] + mesh[:-1, 0, 1]) / 2
+        assert centres_x.tolist() == [64, 128, 192, 256] and centres_y.tolist() == [1, 2, 3]
+    assert np.asarray(panels[0].collections[0].get_array()).reshape(3, 4)[1, 2] == 2 * 192
+
+
+def test_plot_measured_rejects_a_malformed_trace_and_says_when_nothing_matches(tmp_path):
+    png = str(tmp_path / "p.png")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("arch,op,dtype,rows,cols,measured_cycles\na2a3,TMINS,f16,64,64,abc\na2a3,TMINS,f16,64,128,60\n")
+    one_line_error(run("plot", "TMINS", "--measured", str(bad), "-o", png), "line 2: measured_cycles: 'abc'")
+    (tmp_path / "none.csv").write_text("arch,op,dtype,rows,cols\na2a3,TMINS,f16,64,64\n")
+    one_line_error(run("plot", "TMINS", "--measured", str(tmp_path / "none.csv"), "-o", png), "no measured_cycles")
+    # a malformed row of another op is not the plot's business
+    other = tmp_path / "other.csv"
+    other.write_text("arch,op,dtype,rows,cols,measured_cycles\na2a3,TADD,f16,64,64,abc\na2a3,TMINS,f16,8,64,60\n")
+    r = run("plot", "TMINS", "--measured", str(other), "-o", png)
+    assert r.returncode == 0, r.stderr
+    assert f"no row of {other} measures the plotted requests (TMINS f16 on a2a3 at rows = 64)" in r.stderr
+
+
+def _measured_tadd(tmp_path):
+    trace = tmp_path / "m.csv"
+    pd.DataFrame({"arch": "a5", "op": "TADD", "dtype": "fp32", "rows": 1, "cols": [64, 640, 640],
+                  "vf_impl_kind": ["VFIMPL_DEFAULT", "VFIMPL_DEFAULT", "VFIMPL_1D_NO_POST_UPDATE"],
+                  "measured_cycles": [55.0, 67.0, 65.0]}).to_csv(trace, index=False)
+    return trace
+
+
+def test_measured_points_are_drawn_on_the_line_of_the_strategy_they_resolve_to(tmp_path):
+    import matplotlib.colors as mcolors
+
+    from cli.app import _measured_points
+    from fit.plots import curves_figure
+
+    trace = _measured_tadd(tmp_path)
+    df = sweep(expand({"ops": ["TADD"], "dtypes": ["f32"], "archs": ["a5"], "strategies": ["all"], "rows": 1,
+                       "cols": "64:640:64"}))
+    points = _measured_points(str(trace), df, "cols", "rows", None, {})
+    assert list(zip(points["cols"], points["strategy"], points["dtype"])) == [
+        (64, "1d-post-update", "f32"), (640, "1d-post-update", "f32"), (640, "1d-no-post-update", "f32")]
+    ax = curves_figure(df, "cols", ["strategy"], measured=points).axes[0]
+    line = {ln.get_label(): mcolors.to_hex(ln.get_color()) for ln in ax.get_lines()}
+    crosses = {c.get_label(): (mcolors.to_hex(c.get_facecolor()[0]), c.get_offsets()[:, 1].tolist())
+               for c in ax.collections if c.get_label().startswith("measured")}
+    assert crosses == {"measured 1d-post-update (at its valid extent)": (line["1d-post-update"], [55.0, 67.0]),
+                       "measured 1d-no-post-update (at its valid extent)": (line["1d-no-post-update"], [65.0])}
+
+
+def test_plot_leaves_out_measured_rows_of_strategies_it_draws_no_line_of(tmp_path):
+    trace = _measured_tadd(tmp_path)
+    args = ("plot", "TADD", "--dtype", "f32", "--arch", "a5", "--rows", "1", "--cols", "64:1280:64", "--measured",
+            str(trace), "-o", str(tmp_path / "m.png"))
+    r = run(*args)
+    assert r.returncode == 0, r.stderr
+    assert "1 measured row(s) of" in r.stderr and "(1d-no-post-update) and are left out" in r.stderr
+    r = run(*args, "--strategy", "all")
+    assert r.returncode == 0 and "left out" not in r.stderr, r.stderr
