@@ -13,7 +13,7 @@ from costmodel import lower
 from costmodel.api import request
 from costmodel.catalog import instruction
 from costmodel.emulate import verify as verify_mod
-from costmodel.emulate.verify import Verification, check_spec_for, overall, verify
+from costmodel.emulate.verify import Verification, check_spec_for, make_inputs, overall, verify
 from costmodel.isa_a2a3 import SetSaturation, VecOp
 
 
@@ -182,3 +182,22 @@ def test_an_infinite_golden_matches_only_the_same_infinity():
     got = np.array([1000.0, -np.inf, np.inf, 3.0, np.inf], np.float32)
     want = np.array([np.inf, np.inf, np.inf, 3.0004, 1e30], np.float32)
     assert verify_mod.compare(got, want, 1e-3).tolist() == [True, True, False, False, True]
+
+
+def test_a_long_f16_column_sum_by_the_pairwise_tree_is_a_known_divergence():
+    """isa.md §4.3: the golden sums the rows one by one in f16, the A2/A3 isBinary tree pairwise; over 1024 rows the
+    tree lands nearer the exact sum, and verify names the divergence instead of leaving a bare mismatch."""
+    from costmodel.emulate import a2a3 as emu
+    from costmodel.golden import golden
+    from costmodel.operands import make_request
+
+    plan = lower.lower(make_request("TCOLSUM", (1024, 16), "f16", binary=True))
+    v = verify(plan, seed=0)
+    assert v.ok is False and "pairwise tree (isBinary)" in v.note and "isa.md §4.3" in v.note
+    inputs = make_inputs(plan, 0)
+    _, after = emu.run(plan, inputs, 0)
+    got = after.tile(plan.buffer("dst").offset, plan.buffer("dst").tile)[0].astype(np.float64)
+    exact = inputs["src"].astype(np.float64).sum(axis=0)
+    want = golden("TCOLSUM", inputs["src"])[0].astype(np.float64)
+    assert np.abs(got - exact).mean() < np.abs(want - exact).mean()
+    assert verify(lower.lower(make_request("TCOLSUM", (1024, 16), "f16")), seed=0).ok  # the row-by-row form matches
