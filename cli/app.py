@@ -455,7 +455,7 @@ def plot(
     spec = {"ops": [op], "dtypes": dtype, "archs": [arch_name], "strategies": [strategy], "rows": rows, "cols": cols,
             "valid_rows": valid_rows, "valid_cols": valid_cols, "dst_dtypes": [dst] if dst else None, "params": params}
     grid = expand(spec)
-    _check_plot_names(grid, strategy)
+    _check_plot_names(grid, strategy, dst)
     heat = grid["rows"].nunique() > 1 and grid["cols"].nunique() > 1
     if heat and measured:
         raise PtoCostError("--measured overlays curves; a heatmap (both --rows and --cols ranges) has no room for "
@@ -493,9 +493,10 @@ def plot(
                                       + (f"; {n_bad} point(s) not modelled ({why})" if n_bad else "")))
 
 
-def _check_plot_names(grid, strategy: str) -> None:
-    """Raise PtoCostError, as `estimate` does, for a dtype (or conversion pair) the plotted op does not take on the
-    arch at all, or a strategy name the op does not have there (one legal at some shapes only is those points' note)."""
+def _check_plot_names(grid, strategy: str, dst: str | None = None) -> None:
+    """Raise PtoCostError, as `estimate` does, for a dtype (or conversion pair, `dst`) the plotted op does not take
+    on the arch at all, or a strategy name the op does not have there (one legal at some shapes only is those points'
+    note)."""
     from costmodel import lower
     from costmodel.arch import check_arch
     from costmodel.catalog import instruction
@@ -507,7 +508,7 @@ def _check_plot_names(grid, strategy: str) -> None:
     first = grid.drop_duplicates("dtype")
     for rec in first.to_dict("records"):
         instruction(rec["op"]).check_dtype(check_arch(rec["arch"]), as_dtype(rec["dtype"]),
-                                           as_dtype(rec["dst_dtype"]) if rec["dst_dtype"] else None)
+                                           as_dtype(dst) if dst else None)
     if strategy.lower() in ("default", "all"):
         return
     for rec in first.to_dict("records"):

@@ -60,6 +60,13 @@ def _empty(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and not value
 
 
+def _converts(op: str, archs: list[str]) -> bool:
+    """Whether `op` takes a destination type on any of the arches (its catalogue entry lists src>dst pairs)."""
+    from .catalog import instruction
+
+    return any(">" in tok for arch in archs for tok in instruction(op).dtypes_on(arch))
+
+
 def _strategies(names: list) -> list[str]:
     """Each strategy name once, in any letter case; `all` covers the others."""
     seen: dict[str, str] = {}
@@ -92,7 +99,9 @@ def expand(spec: dict[str, Any]):
     ops, dtypes, dst, archs = _distinct(ops, dtypes, dst, archs)
     valid = {key: _valid_count(spec.get(key), key) for key in ("valid_rows", "valid_cols")}
     fixed, swept = _params(spec.get("params"))
-    combos = list(itertools.product(ops, dtypes, dst, archs, strategies))
+    # destination types vary the ops that convert (their catalogue lists src>dst pairs); the others take none
+    combos = [(op, dt, d, arch, st) for op in ops for dt in dtypes
+              for d in (dst if _converts(op, archs) else [""]) for arch in archs for st in strategies]
     n = len(combos) * len(rows) * len(cols) * math.prod(len(v) for v in swept.values())
     if n > MAX_POINTS:
         raise PtoCostError(f"the sweep grid has {n:,} points; at most {MAX_POINTS:,} are evaluated at once (a coarser "

@@ -640,3 +640,11 @@ def test_plot_leaves_out_measured_rows_of_strategies_it_draws_no_line_of(tmp_pat
     assert "1 measured row(s) of" in r.stderr and "(1d-no-post-update) and are left out" in r.stderr
     r = run(*args, "--strategy", "all")
     assert r.returncode == 0 and "left out" not in r.stderr, r.stderr
+
+
+def test_destination_types_vary_only_the_ops_that_convert():
+    """A spec's dst_dtypes gave TADD one NaN row per destination type ("TADD does not convert")."""
+    grid = expand({"ops": ["TADD", "TCVT"], "dtypes": ["f16"], "dst_dtypes": ["f32", "i8"], "rows": 8, "cols": 64})
+    assert grid.loc[grid["op"] == "TADD", "dst_dtype"].tolist() == [""]
+    assert sorted(grid.loc[grid["op"] == "TCVT", "dst_dtype"]) == ["f32", "i8"]
+    assert sweep(grid)["cycles"].notna().all()
