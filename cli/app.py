@@ -414,7 +414,7 @@ def plot(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Figure file, in any format matplotlib writes (by its extension: .png, .svg, .pdf, ...).")],
     dtype: Annotated[str, typer.Option("--dtype", "-t", help="Element type, or a comma list for one line per dtype.")] = "f16",
-    rows: Annotated[str, typer.Option("--rows", help="Rows: N, or LO:HI:STEP for a rows sweep (both ranges: heatmap).")] = "64",
+    rows: Annotated[str, typer.Option("--rows", help="Rows: N, or LO:HI:STEP for a rows sweep (both ranges: heatmap); the default 32 keeps three f16 tiles of up to 1024 columns in the A2/A3 unified buffer.")] = "32",
     cols: Annotated[str, typer.Option("--cols", help="Cols: N, or LO:HI:STEP (e.g. 16:2048:16).")] = "16:1024:16",
     strategy: Annotated[str, typer.Option("--strategy", help="`default`, `all` (one line per legal strategy) or a name.")] = "default",
     arch: Annotated[Optional[str], typer.Option("--arch", "-a", help="a2a3 or a5 (default $PTO_COST_ARCH, else a2a3).")] = None,

@@ -600,7 +600,7 @@ def test_plot_measured_rejects_a_malformed_trace_and_says_when_nothing_matches(t
     other.write_text("arch,op,dtype,rows,cols,measured_cycles\na2a3,TADD,f16,64,64,abc\na2a3,TMINS,f16,8,64,60\n")
     r = run("plot", "TMINS", "--measured", str(other), "-o", png)
     assert r.returncode == 0, r.stderr
-    assert f"no row of {other} measures the plotted requests (TMINS f16 on a2a3 at rows = 64)" in r.stderr
+    assert f"no row of {other} measures the plotted requests (TMINS f16 on a2a3 at rows = 32)" in r.stderr
 
 
 def _measured_tadd(tmp_path):
@@ -648,3 +648,10 @@ def test_destination_types_vary_only_the_ops_that_convert():
     assert grid.loc[grid["op"] == "TADD", "dst_dtype"].tolist() == [""]
     assert sorted(grid.loc[grid["op"] == "TCVT", "dst_dtype"]) == ["f32", "i8"]
     assert sweep(grid)["cycles"].notna().all()
+
+
+def test_the_default_plot_models_every_point(tmp_path):
+    """The default rows used to put f16 tiles of the widest default columns past the A2/A3 unified buffer."""
+    r = run("plot", "TADD", "-o", str(tmp_path / "p.png"), "--csv", str(tmp_path / "p.csv"))
+    assert r.returncode == 0 and "not modelled" not in r.stdout + r.stderr, r.stderr
+    assert pd.read_csv(tmp_path / "p.csv")["cycles"].notna().all()
