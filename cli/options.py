@@ -25,7 +25,7 @@ REQUEST_OPTIONS: dict[str, tuple[Any, Any]] = {
     "src1_valid": (Annotated[Optional[str], typer.Option("--src1-valid", help="TPART*: valid region of src1 (default: dst's).", rich_help_panel=OPS)], None),
     "expand_mode": (Annotated[Optional[int], typer.Option("--expand-mode", help="TROWEXPAND*: 1 = col-major Rx1 scalars, 2 = row-major one 32-byte block per row.", rich_help_panel=OPS)], None),
     "expanded": (Annotated[Optional[str], typer.Option("--expanded", help="TROWEXPAND<op>: which source is the per-row operand, src0 or src1 (default src1).", rich_help_panel=OPS)], None),
-    "idx_dtype": (Annotated[Optional[str], typer.Option("--idx-dtype", help="TPARTARGMAX/MIN index type: i16, u16, i32 (default) or u32; A2/A3 pairs f32 values with 32-bit indices only.", rich_help_panel=OPS)], None),
+    "idx_dtype": (Annotated[Optional[str], typer.Option("--idx-dtype", help="Index type: TPARTARGMAX/MIN i16, u16, i32 (default) or u32 (A2/A3 pairs f32 values with 32-bit indices only); TGATHER i32 or u32.", rich_help_panel=OPS)], None),
     "repeat": (Annotated[Optional[int], typer.Option("--repeat", help="BlockReduce*: repeat count 1..255 (default: the whole src tile).", rich_help_panel=OPS)], None),
     "mask": (Annotated[Optional[str], typer.Option("--mask", help="BlockReduce*: N (first N lanes) or HI:LO bit mask (default: all lanes).", rich_help_panel=OPS)], None),
     "dst_rep_stride": (Annotated[Optional[int], typer.Option("--dst-rep-stride", help="BlockReduce*: dst repeat stride in repeat outputs (default 1).", rich_help_panel=OPS)], None),
