@@ -51,8 +51,11 @@ def _temporary_beside(path: str | os.PathLike, target: Path) -> Path:
 
 
 def _replace_all(tmps: list[Path], targets: list[Path]) -> None:
-    """Rename each temporary file over its target; if one rename fails, put the replaced targets back."""
-    done: list[tuple[Path, Path | None]] = []  # (target, its old file kept aside, or None if it had none)
+    """Rename each temporary file over its target; if a rename fails or is interrupted, put back the targets already
+    replaced (a target's temporary file is gone once its rename happened) and leave the others as they were. A
+    failed rename is a PtoCostError naming the file; an old file that could not be put back is kept beside it and
+    named too."""
+    kept: list[tuple[Path, Path, Path | None]] = []  # (temporary, target, its old file kept aside, if several)
     try:
         for tmp, target in zip(tmps, targets):
             os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask())
@@ -63,17 +66,29 @@ def _replace_all(tmps: list[Path], targets: list[Path]) -> None:
                     os.link(target, old)
                 except OSError:  # a file system without hard links
                     shutil.copy2(target, old)
-            done.append((target, old))
-            os.replace(tmp, target)
+            kept.append((tmp, target, old))
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                raise PtoCostError(f"cannot write {target}: {exc.strerror or exc}") from None
     except BaseException:
-        for target, old in reversed(done):  # the last one may not have been replaced: putting it back is harmless
-            if old is not None:
-                os.replace(old, target)
-            else:
-                target.unlink(missing_ok=True)
+        stranded = []
+        for tmp, target, old in reversed(kept):
+            if tmp.exists():  # never replaced
+                continue
+            try:
+                if old is not None:
+                    os.replace(old, target)
+                else:
+                    target.unlink(missing_ok=True)
+            except OSError:
+                stranded.append(f"{target} (its old contents are in {old})" if old else str(target))
+                kept.remove((tmp, target, old))
+        if stranded:
+            raise PtoCostError(f"a write failed part-way and could not put back {', '.join(stranded)}") from None
         raise
     finally:
-        for _, old in done:
+        for _, _, old in kept:
             if old is not None:
                 old.unlink(missing_ok=True)
 

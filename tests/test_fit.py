@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, strategies as st
 
+from costmodel.errors import PtoCostError
 from fit.linear import fit_linear, grouped_folds
 from fit.run import outliers
 from fit.traces import LINE
@@ -474,12 +475,12 @@ def test_files_written_together_are_all_replaced_or_none(tmp_path, monkeypatch, 
         real(src, dst)
 
     monkeypatch.setattr(os, "replace", failing_second)
-    with pytest.raises(OSError):
+    with pytest.raises(PtoCostError, match=f"cannot write {b}: disk full"):
         with atomic_paths([a, b]) as (ta, tb):
             ta.write_text("new a")
             tb.write_text("new b")
     monkeypatch.setattr(os, "replace", real)
-    assert len(calls) >= 2
+    assert calls[:2] == [a, b] and b not in calls[2:]  # b was never replaced: nothing of it is put back
     if existing:
         assert (a.read_text(), b.read_text()) == ("old a", "old b")
         assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv"]
@@ -489,6 +490,25 @@ def test_files_written_together_are_all_replaced_or_none(tmp_path, monkeypatch, 
         ta.write_text("new a")
         tb.write_text("new b")
     assert (a.read_text(), b.read_text()) == ("new a", "new b") and len(list(tmp_path.iterdir())) == 2
+
+
+def test_a_failed_rename_leaves_the_old_file(tmp_path, monkeypatch):
+    """A single file whose rename fails keeps its old contents (the rollback of several files must not delete it)."""
+    import os
+
+    from fit.io import atomic_path
+
+    target = tmp_path / "t.csv"
+    target.write_text("old")
+
+    def busy(src, dst):
+        raise OSError(16, "Device or resource busy")
+
+    monkeypatch.setattr(os, "replace", busy)
+    with pytest.raises(PtoCostError, match="cannot write .*t.csv: Device or resource busy"):
+        with atomic_path(target) as tmp:
+            tmp.write_text("new")
+    assert target.read_text() == "old" and list(tmp_path.iterdir()) == [target]
 
 
 def test_a5_formula_row_terms_separate_single_chunk_rows_from_multi_chunk_rows():
