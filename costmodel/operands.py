@@ -46,10 +46,13 @@ def _number(value: Any) -> int | float:
     return number
 
 
-def _scalar(inst: Instruction, arch: str, dt: DType, value: Any) -> int | float:
+def _scalar(inst: Instruction, arch: str, dt: DType, value: Any, order: str = "") -> int | float:
+    """Return the checked scalar of a tile-scalar op (`order` scalar_tile: TDIVS divides the scalar, so it may be
+    0)."""
     if value is None:
         return default_scalar(dt, inst.domain, inst.kernel)
     value = _number(value)
+    divides = inst.kernel in DIVIDING and str(order).strip().lower() != "scalar_tile"
     if dt.is_integer:
         if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
             raise ParamError(f"{inst.name} on {dt} needs an integer scalar; got {value!r}")
@@ -62,15 +65,18 @@ def _scalar(inst: Instruction, arch: str, dt: DType, value: Any) -> int | float:
             raise ParamError(f"{inst.name} on {arch} {dt} computes through f32: the scalar must be within ±{limit}; "
                              f"got {value}")
     else:
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            raise ParamError(f"--scalar {str(value)[:20]}... is too large for a double") from None
         with np.errstate(over="ignore"):
             stored = float(np.asarray(value).astype(dt.np)) if dt.emulatable else value
         if math.isfinite(value) and not math.isfinite(stored):
             raise ParamError(f"scalar {value:g} overflows {dt} (largest {float(_finfo(dt).max):g})")
-        if inst.kernel in DIVIDING and value != 0 and stored == 0:
+        if divides and value != 0 and stored == 0:
             raise ParamError(f"{inst.name} scalar {value:g} rounds to 0 in {dt} and divides by zero; pass a larger "
                              "--scalar")
-    if inst.kernel in DIVIDING and value == 0:
+    if divides and value == 0:
         raise ParamError(f"{inst.name} with scalar 0 divides by zero (target-defined on the NPU); pass a non-zero --scalar")
     if inst.kernel in ("shl", "shr") and not 0 <= value < dt.bits:
         raise ParamError(f"{inst.name} shift amount must be in 0..{dt.bits - 1} for {dt}; got {value}")
@@ -143,7 +149,7 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
             if fam == "unary":
                 tiles = [("dst", dst), ("src", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src"))]
             elif fam == "binary_scalar":
-                params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"))
+                params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"), params.get("order", ""))
                 tiles = [("dst", dst), ("src", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src"))]
             else:
                 tiles = [("dst", dst)] + [(n, _tile((rows, cols), dt, (vr, vc), static_valid=sv, name=n)) for n in ("src0", "src1")]

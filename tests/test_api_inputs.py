@@ -165,3 +165,34 @@ def test_integer_scalars_are_exact_beyond_two_to_the_53():
         make_request("TMINS", "8x64", "u64", arch="a5", scalar=str(top + 1))
     # the a2a3 limit of TREMS i32 is that arch's (its algorithm goes through f32); A5 takes the full range
     assert make_request("TREMS", "8x64", "i32", arch="a5", scalar=2 ** 24 + 1).param("scalar") == 2 ** 24 + 1
+
+
+def test_a_dividend_scalar_may_be_zero_and_a_huge_integer_is_an_error_on_floats():
+    from costmodel import lower
+    from costmodel.emulate.verify import verify
+    from costmodel.operands import make_request
+
+    for arch in ("a2a3", "a5"):  # s / src: the scalar is the dividend
+        req = make_request("TDIVS", "16x64", "f32", arch=arch, scalar=0, order="scalar_tile")
+        assert verify(lower.lower(req)).ok
+    with pytest.raises(ParamError, match="divides by zero"):
+        make_request("TDIVS", "16x64", "f32", scalar=0)
+    with pytest.raises(ParamError, match="too large for a double"):
+        make_request("TADDS", "16x64", "f32", scalar=10 ** 400)
+
+
+def test_integer_power_data_has_negative_exponents_and_overflow_is_a_named_divergence():
+    """verify draws negative exponents for signed types (a broken sign fix is caught by `verify` itself, not only
+    by the unit tests), and where b^e passes 2^53 the golden's double is inexact: named, not a bare mismatch."""
+    from costmodel import lower
+    from costmodel.emulate.verify import make_inputs, verify
+    from costmodel.operands import make_request
+
+    plan = lower.lower(make_request("TPOW", "16x64", "i32", arch="a5"))
+    expo = make_inputs(plan, 0)["src1"]
+    assert expo.min() < 0 and expo.max() > 4
+    assert make_inputs(lower.lower(make_request("TPOW", "16x64", "u16", arch="a5")), 0)["src1"].max() < 12
+    for arch in ("a2a3", "a5"):
+        assert verify(lower.lower(make_request("TPOW", "16x64", "i16", arch=arch))).ok
+        v = verify(lower.lower(make_request("TPOWS", "8x64", "i32", arch=arch, scalar=40)))
+        assert v.ok is False and "passes 2^53" in v.note and "isa.md §4" in v.note

@@ -45,7 +45,9 @@ _FLOAT_DOMAINS = {
 }
 _INT_ROLES = {  # (lo, hi) of the integers drawn, given the type's width in bits
     "shift": lambda bits: (0, bits),
-    "exponent": lambda bits: (0, 5),
+    # negative exponents too (clipped to 0 for unsigned types); base^11 with bases in the pow domain [-4, 5) stays
+    # exact in the golden's double (isa.md §4: pow in double, cast to T) while it wraps 8- and 16-bit types
+    "exponent": lambda bits: (-3, 12),
 }
 _INT_DOMAINS = {
     "pow": (-4, 5),
@@ -80,7 +82,7 @@ def sample(dt: DType, shape: tuple[int, ...], domain: str, rng: np.random.Genera
         if role == "factor":
             return (2 * rng.integers(-3, 3, size=shape, dtype=np.int64) + 1).astype(dt.np)
         if role in _INT_ROLES:
-            lo, hi = _INT_ROLES[role](dt.bits)
+            lo, hi = _int_range(dt, *_INT_ROLES[role](dt.bits))
         else:
             lo, hi = _int_range(dt, *_INT_DOMAINS.get(domain, (-100, 100)))
         x = rng.integers(lo, hi, size=shape, dtype=np.int64)
