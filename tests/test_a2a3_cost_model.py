@@ -57,3 +57,14 @@ def test_an_unmeasured_gm_store_costs_a_gm_copy_and_says_it_is_unmeasured():
     assert any("no measured row exercises copy_ubuf_to_gm_align" in n for n in store.notes)
     assert not any("no measured row" in n for n in load.notes)
     assert not any("no measured row" in n for n in costmodel.estimate("TMINS", "64x64", "f16", verify=False).notes)
+
+
+def test_a_class_measured_in_other_dtypes_is_named_with_them():
+    """vmins is measured in f16, i16 and i32; TMINS f32 reads its shared values: the note says which dtypes were
+    measured rather than that none was."""
+    from costmodel.models.a2a3_intrinsic import measured_dtypes
+    from costmodel.models.params import shipped
+
+    (note,) = [n for n in costmodel.estimate("TMINS", "64x64", "f32", verify=False).notes if "no measured" in n]
+    measured = measured_dtypes(shipped())["vmins"]
+    assert "f32" not in measured and note.startswith(f"no measured f32 row exercises vmins (measured: {' '.join(measured)})")

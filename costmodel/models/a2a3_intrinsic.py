@@ -9,6 +9,7 @@ their own terms. Because the cost is linear in the parameters, `fit/` can regres
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 
@@ -166,13 +167,32 @@ class IntrinsicModel:
         table = self.table or shipped()
         terms = dict.fromkeys(TERMS, 0.0)
         used: list[ParamRow] = []
+        unmeasured: set[tuple[str, str]] = set()  # (class, dtype) priced from a class row no observation fitted
         for key, count in plan_features(plan).items():
             rows = param_rows(table, key)
             terms[KINDS[split_key(key)[0]][0]] += count * sum(r.value for r in rows)
             used += rows
+            if rows[0].scope == "intrinsic" and not rows[0].n_obs:
+                unmeasured.add(split_key(key)[1:])
         self.provenance = {"formula": rows_provenance(table, used)}
-        unmeasured = sorted({r.name for r in used if r.scope == "intrinsic" and not r.n_obs})
-        self.source_note = (f"no measured row exercises {', '.join(unmeasured)}: priced by {'its' if len(unmeasured) == 1 else 'their'} "
-                            "cost family's fitted values or the reference's constants (data/a2a3_priors.csv)"
-                            if unmeasured else "")
+        self.source_note = "; ".join(_unmeasured_note(cls, dt, measured_dtypes(table).get(cls, ()))
+                                     for cls, dt in sorted(unmeasured))
         return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)
+
+
+@functools.lru_cache(maxsize=4)
+def measured_dtypes(table: ParamTable) -> dict[str, tuple[str, ...]]:
+    """Return intrinsic class -> the dtypes of its rows fitted from observations in `table`."""
+    out: dict[str, list[str]] = {}
+    for r in table.rows:
+        if r.arch == "a2a3" and r.scope == "intrinsic" and r.n_obs and r.dtype != "*":
+            out.setdefault(r.name, []).append(r.dtype)
+    return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
+
+
+def _unmeasured_note(cls: str, dt: str, measured: tuple[str, ...]) -> str:
+    if measured:
+        return (f"no measured {dt} row exercises {cls} (measured: {' '.join(measured)}): priced by the values its "
+                f"dtypes share")
+    return (f"no measured row exercises {cls}: priced by its cost family's fitted values or the reference's "
+            "constants (data/a2a3_priors.csv)")
