@@ -442,6 +442,7 @@ def plot(
     if csv:
         check_table_path(csv)
     arch_name, _ = resolve_arch(arch)
+    strategy = strategy.strip().lower() if strategy.strip().lower() in ("default", "all") else strategy.strip()
     params = _kwargs(req)
     names = [as_dtype(d.strip()).name for d in dtype.split(",") if d.strip()]  # canonical (the grid names each once)
     if not names:
@@ -466,7 +467,7 @@ def plot(
     with render.progress("estimating", grid["rows"].nunique() * grid["cols"].nunique() * grid["dtype"].nunique()) as tick:
         df = sweep(grid, model=model, progress=tick)
     if df["cycles"].isna().all():
-        raise PtoCostError(f"no point of the grid could be modelled: {df['note'].iloc[0]}")
+        raise PtoCostError(f"no point of the grid could be modelled: {_main_reason(df)}")
     fixed_valid = {k: v for k, v in (("valid_rows", valid_rows), ("valid_cols", valid_cols)) if v}
     shown = {**fixed_valid, **params}
     conversion = f" {dtype} -> {dst}" if dst else ""
@@ -493,6 +494,12 @@ def plot(
                                       + (f"; {n_bad} point(s) not modelled ({why})" if n_bad else "")))
 
 
+def _main_reason(df) -> str:
+    """The note most points share, and how many other reasons there are."""
+    counts = df["note"].astype(str).value_counts()
+    return counts.index[0] + (f" (and {len(counts) - 1} other reason(s))" if len(counts) > 1 else "")
+
+
 def _check_plot_names(grid, strategy: str, dst: str | None = None) -> None:
     """Raise PtoCostError, as `estimate` does, for a dtype (or conversion pair, `dst`) the plotted op does not take
     on the arch at all, or a strategy name the op does not have there (one legal at some shapes only is those points'
@@ -511,16 +518,18 @@ def _check_plot_names(grid, strategy: str, dst: str | None = None) -> None:
                                            as_dtype(dst) if dst else None)
     if strategy.lower() in ("default", "all"):
         return
-    for rec in first.to_dict("records"):
-        values = {k: v for k, v in rec.items() if k != "strategy"}
-        try:
-            names = lower.strategies(make_request(**request_kwargs(values, rec["rows"], rec["cols"], rec["valid_rows"],
-                                                                   rec["valid_cols"])))[1]
-        except PtoCostError:  # this point's own problem: its note
-            continue
-        if strategy.lower() not in {n.lower() for n in names}:
-            raise PtoCostError(f"unknown strategy {strategy!r} for {rec['op']} {rec['dtype']} on {rec['arch']}; "
-                               f"strategies: {', '.join(names)}")
+    for _, points in grid.groupby("dtype", sort=False):
+        for rec in points.head(200).to_dict("records"):  # the first point that makes a request names the strategies
+            values = {k: v for k, v in rec.items() if k != "strategy"}
+            try:
+                names = lower.strategies(make_request(**request_kwargs(values, rec["rows"], rec["cols"],
+                                                                       rec["valid_rows"], rec["valid_cols"])))[1]
+            except PtoCostError:  # this point's own problem: its note
+                continue
+            if strategy.lower() not in {n.lower() for n in names}:
+                raise PtoCostError(f"unknown strategy {strategy!r} for {rec['op']} {rec['dtype']} on {rec['arch']}; "
+                                   f"strategies: {', '.join(names)}")
+            break
 
 
 def _on_lines(points, df, path: str, at: str):
@@ -621,10 +630,11 @@ def fit_cmd(
 
     from . import render
 
-    if model not in ("formula", "pipeline", "all"):
-        raise PtoCostError(f"unknown model {model!r}; accepted: formula, pipeline, all")
+    from costmodel.operands import choice
     from fit.traces import CV_GROUPINGS
 
+    model = choice(model, ("formula", "pipeline", "all"), "--model")
+    cv_group = cv_group.strip().lower()
     if cv_group not in CV_GROUPINGS:
         raise PtoCostError(f"unknown cross-validation grouping {cv_group!r}; accepted: {', '.join(CV_GROUPINGS)}")
     if not dry_run:  # before a fit of up to a minute: where it will write must take the result
@@ -654,6 +664,7 @@ def fit_cmd(
         render.emit_json({"output": None if dry_run else output, "rows_written": written.rows if written else 0,
                           "rows_refitted": written.refitted if written else 0,
                           "rows_kept": written.kept if written else 0,
+                          "rows_other_arch": written.rows - written.refitted - written.kept if written else 0,
                           "pipeline_output": None if dry_run or run.pipeline is None else pipeline_output,
                           "bad_rows": [str(p) for p in run.problems],
                           "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in sec.items()}
@@ -743,7 +754,7 @@ def sweep_cmd(
     else:
         df = sweep_dask(grid, model=model, scheduler=scheduler, workers=workers)
     if len(df) and df["cycles"].isna().all():
-        raise PtoCostError(f"no point of the grid could be modelled ({output} not written): {df['note'].iloc[0]}")
+        raise PtoCostError(f"no point of the grid could be modelled ({output} not written): {_main_reason(df)}")
     write_frame(df, output)
     n_bad = int(df["cycles"].isna().sum())
     con.print(render.plain(f"wrote {output}: {len(df)} rows" + (f", {n_bad} not modelled (see `note`)" if n_bad else "")))

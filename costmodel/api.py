@@ -16,16 +16,17 @@ DEFAULT_ARCH = "a2a3"
 
 
 def resolve_arch(arch: str | None) -> tuple[str, str]:
-    """Return (arch, source): the explicit value ('option'), else $PTO_COST_ARCH ('env'), else 'a2a3' ('default')."""
+    """Return (arch, source): the explicit value ('option'), else $PTO_COST_ARCH ('env'), else 'a2a3' ('default'),
+    under its own name (A5 and a5 alike)."""
+    from .arch import ARCHES, check_arch
+
     if arch:
-        return arch, "option"
+        return check_arch(arch), "option"
     env = os.environ.get("PTO_COST_ARCH")
     if env:
-        from .arch import ARCHES
-
         if env.strip().lower().replace("/", "") not in ARCHES:
             raise PtoCostError(f"unknown arch {env!r} from $PTO_COST_ARCH; accepted: {', '.join(ARCHES)}")
-        return env, "env"
+        return check_arch(env), "env"
     return DEFAULT_ARCH, "default"
 
 

@@ -15,7 +15,8 @@ MAX_POINTS = 20_000_000  # a grid's points (before `all` strategies multiply the
 
 
 def parse_range(value: Any, what: str) -> list[int]:
-    """Return the integers of `A:B:STEP` (inclusive of B when on the step), `A:B` (step 1), a number, or a list."""
+    """Return the integers of `A:B:STEP` (inclusive of B when on the step), `A:B` (step 1), a number, or a list (also
+    a comma-separated one)."""
     if isinstance(value, (list, tuple)):
         out: list[int] = []
         for v in value:
@@ -23,6 +24,10 @@ def parse_range(value: Any, what: str) -> list[int]:
         return out
     if isinstance(value, dict):
         value = f"{value.get('start')}:{value.get('stop')}:{value.get('step', 1)}"
+    if isinstance(value, bool):
+        raise PtoCostError(f"malformed {what} {value!r}: expected N, A:B or A:B:STEP (e.g. 16:2048:16)")
+    if isinstance(value, str) and "," in value:
+        return parse_range([v for v in value.split(",") if v.strip()], what)
     if isinstance(value, int) or str(value).strip().isdigit():
         if int(value) < 1:
             raise PtoCostError(f"malformed {what} {value!r}: need N >= 1 (or a range A:B:STEP with 1 <= A <= B)")
@@ -68,10 +73,15 @@ def _converts(op: str, archs: list[str]) -> bool:
 
 
 def _strategies(names: list) -> list[str]:
-    """Each strategy name once, in any letter case; `all` covers the others."""
+    """Each strategy name once, in any letter case and without blanks (`default` and `all` in lower case); `all`
+    covers the others."""
     seen: dict[str, str] = {}
-    for name in names:
-        seen.setdefault(str(name).lower(), str(name))
+    for name in (str(n).strip() for n in names):
+        if name:
+            key = name.lower()
+            seen.setdefault(key, key if key in ("default", "all") else name)
+    if not seen:
+        raise PtoCostError("sweep spec: `strategies` is empty; give at least one strategy: default, all or a name")
     return ["all"] if "all" in seen else list(seen.values())
 
 
@@ -169,7 +179,7 @@ def _valid_count(value: Any, what: str) -> int | None:
 
 def _distinct(ops: list, dtypes: list, dst: list, archs: list) -> tuple[list, list, list, list]:
     """Return the lists without second spellings of one name (f16 and half, TADD and tadd): each point once, under
-    the first spelling given."""
+    the first spelling given (arches under their own names, as every result names them)."""
     from .arch import check_arch
     from .catalog import instruction
     from .dtypes import dtype
@@ -181,7 +191,7 @@ def _distinct(ops: list, dtypes: list, dst: list, archs: list) -> tuple[list, li
         return list(seen.values())
 
     return (first(ops, lambda n: instruction(n).name), first(dtypes, lambda n: dtype(n).name),
-            first(dst, lambda n: dtype(n).name), first(archs, check_arch))
+            first(dst, lambda n: dtype(n).name), list(dict.fromkeys(map(check_arch, archs))))
 
 
 def _check_names(ops: list, dtypes: list, archs: list) -> None:

@@ -206,7 +206,7 @@ def _partial_tiles(inst, arch, dt, shape, dst, src0_valid, src1_valid, sv, param
         idx = as_dtype(params.pop("idx_dtype", "i32"))
         accepted = ("i16", "u16", "i32", "u32") if dt.name == "f16" or arch == "a5" else ("i32", "u32")
         if idx.name not in accepted:
-            raise ParamError(f"{inst.name} on {dt} takes index dtype {'/'.join(accepted)}; got {idx}")
+            raise ParamError(f"{inst.name} on {dt} takes index dtype {'/'.join(accepted)} on {arch}; got {idx}")
         params["idx_dtype"] = idx.name
         tiles += [("dst_idx", _tile(shape, idx, dst.valid, static_valid=sv, name="dst_idx")),
                   ("src0_idx", _tile(shape, idx, v0, static_valid=sv, name="src0_idx")),

@@ -135,20 +135,17 @@ def sweep(frame, *, model: str = "auto", progress: Callable[[int, int], None] | 
     cannot be modelled), `model`, `default` (bool), `best` (the fastest legal strategy) and `note`. The string
     columns the sweep writes (strategy, model, best, note, and added constant columns) are categorical.
     """
-    check_model(model)
+    model = check_model(model)
     f = Frame(frame)
     return assemble(f, _evaluate(f, model, progress, vectorised))
 
 
-def check_model(model: str) -> None:
-    """Raise PtoCostError for a model name no arch has (one an arch lacks is that arch's rows' note)."""
-    from .arch import ARCHES
-    from .errors import PtoCostError
+def check_model(model: str) -> str:
+    """Return the model name in its own spelling; PtoCostError for a name no arch has (one an arch lacks is that
+    arch's rows' note)."""
     from .models import registry
 
-    known = {"auto", *(n for a in ARCHES for n in registry.names(a))}
-    if model not in known:
-        raise PtoCostError(f"unknown model {model!r}; accepted: {', '.join(sorted(known))}")
+    return registry.check_name(model)
 
 
 def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> Results:
@@ -293,7 +290,7 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
     except ImportError:
         raise PtoCostError("the dask engine needs the optional extra: pip install 'pto-cost[dask]'") from None
 
-    check_model(model)
+    model = check_model(model)
     if workers is not None and workers < 1:
         raise PtoCostError(f"--workers must be at least 1, got {workers}")
     f = Frame(frame.reset_index(drop=True))
@@ -327,7 +324,7 @@ def _connect(client_cls, address: str):
         raise PtoCostError(f"cannot reach the dask scheduler at {address!r}: an empty address; give {form}")
     try:
         return client_cls(address, timeout="10s")
-    except ValueError as exc:  # distributed's address parsing
+    except (ValueError, TypeError) as exc:  # distributed's address parsing; a scheme it cannot open (ucx, tls)
         raise PtoCostError(f"cannot reach the dask scheduler at {address!r}: {str(exc).splitlines()[0]}; "
                            f"give {form}") from None
     except (OSError, TimeoutError) as exc:

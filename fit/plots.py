@@ -238,6 +238,14 @@ def _edges(ticks: np.ndarray) -> np.ndarray:
     return np.concatenate([[ticks[0] - (mid[0] - ticks[0])], mid, [ticks[-1] + (ticks[-1] - mid[-1])]])
 
 
+def _sample_ticks(ax, xs: np.ndarray, ys: np.ndarray, most: int = 12) -> None:
+    """A tick on each sampled value where there are few of them."""
+    if len(xs) <= most:
+        ax.set_xticks(xs)
+    if len(ys) <= most:
+        ax.set_yticks(ys)
+
+
 def heatmap_figure(df: pd.DataFrame, title: str = ""):
     """Return heatmaps over rows × cols, one row of panels per dtype: default-strategy cycles, and the fastest
     strategy when several were evaluated. Each cell is centred on its rows and cols values."""
@@ -262,6 +270,7 @@ def heatmap_figure(df: pd.DataFrame, title: str = ""):
             continue
         cells = (_edges(xs), _edges(ys))
         im = ax.pcolormesh(*cells, np.ma.masked_invalid(grid.to_numpy(dtype=float)), cmap="viridis")
+        _sample_ticks(ax, xs, ys)
         fig.colorbar(im, ax=ax, label="cycles (default strategy)")
         ax.set_xlabel("columns (elements)")
         ax.set_ylabel("rows")
@@ -272,6 +281,7 @@ def heatmap_figure(df: pd.DataFrame, title: str = ""):
             codes = best.apply(lambda c: c.map({n: i for i, n in enumerate(names)})).to_numpy(float)
             cmap = _cmap("tab10", len(names))
             axes[row, 1].pcolormesh(*cells, np.ma.masked_invalid(codes), cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5)
+            _sample_ticks(axes[row, 1], xs, ys)
             from matplotlib.patches import Rectangle
 
             handles = [Rectangle((0, 0), 1, 1, color=cmap(i)) for i in range(len(names))]

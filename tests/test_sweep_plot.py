@@ -478,7 +478,7 @@ def test_the_largest_seed_is_taken(tmp_path):
 
 @pytest.mark.parametrize("address, needle", [
     ("nonsense", "missing port number"), ("http://localhost:8786", "unknown address scheme 'http'"),
-    ("", "an empty address"), (" ", "an empty address")])
+    ("", "an empty address"), (" ", "an empty address"), ("tls://127.0.0.1:1", "ssl_context")])
 def test_malformed_or_empty_scheduler_addresses_are_one_line_errors(tmp_path, address, needle):
     pytest.importorskip("dask.distributed")
     (tmp_path / "s.json").write_text(json.dumps({"ops": ["TADD"], "rows": 1, "cols": 64}))
@@ -655,3 +655,34 @@ def test_the_default_plot_models_every_point(tmp_path):
     r = run("plot", "TADD", "-o", str(tmp_path / "p.png"), "--csv", str(tmp_path / "p.csv"))
     assert r.returncode == 0 and "not modelled" not in r.stdout + r.stderr, r.stderr
     assert pd.read_csv(tmp_path / "p.csv")["cycles"].notna().all()
+
+
+
+def test_spec_names_in_any_case_and_blanks_name_one_point_each():
+    """`Default` and `default` were two strategies and the first spelling failed the sweep; an arch named A5 kept
+    that spelling in the output; a blank strategy ran as the default; `true` was one row."""
+    grid = expand({"ops": ["TADD"], "rows": "4,8", "cols": 64, "archs": ["A5", " a5"],
+                   "strategies": ["Default", "default", " 2d-post-update", "2d-post-update"]})
+    assert sorted(grid["strategy"].unique()) == ["2d-post-update", "default"] and set(grid["arch"]) == {"a5"}
+    assert sorted(grid["rows"].unique()) == [4, 8]
+    assert sweep(grid)["cycles"].notna().all()
+    for bad in ({"strategies": [""]}, {"rows": True}):
+        with pytest.raises(PtoCostError):
+            expand({"ops": ["TADD"], "rows": 4, "cols": 64, **bad})
+
+
+def test_plot_reads_arch_and_strategy_names_in_any_case_and_names_the_main_reason(tmp_path):
+    trace = tmp_path / "m.csv"
+    trace.write_text("arch,op,dtype,rows,cols,measured_cycles\na5,TADD,fp32,1,128,56\n")
+    r = run("plot", "TADD", "--dtype", "f32", "--arch", "A5", "--rows", "1", "--cols", "16:256:16", "--measured",
+            str(trace), "--strategy", "DEFAULT", "-o", str(tmp_path / "p.png"))
+    assert r.returncode == 0 and "nothing overlaid" not in r.stderr, r.stderr
+    one_line_error(run("plot", "TPOW", "--dtype", "i8", "--arch", "a5", "-o", str(tmp_path / "q.png")),
+                   "no point of the grid could be modelled: TPOW has no A5 VF lowering for i8")
+    one_line_error(run("plot", "TADD", "--dtype", "u8", "--arch", "a5", "--strategy", "bogus", "-o",
+                       str(tmp_path / "q.png")), "unknown strategy 'bogus' for TADD u8 on a5")
+
+
+def test_model_names_in_any_case_for_the_python_sweep():
+    frame = pd.DataFrame({"op": ["TADD"], "dtype": "f16", "rows": 4, "cols": 64})
+    assert sweep(frame, model="FORMULA")["model"].tolist() == ["formula"]
