@@ -1,7 +1,6 @@
 """Sweep grids: a small spec (ops × dtypes × archs × strategies × rows × cols) expanded into a request frame."""
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from typing import Any
