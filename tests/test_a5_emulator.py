@@ -122,7 +122,6 @@ def _modelled(op: str) -> tuple[str, ...]:
 @st.composite
 def requests(draw, family, **extra):
     op = draw(st.sampled_from(OPS[family]))
-    inst = instruction(op)
     dt = as_dtype(draw(st.sampled_from(_modelled(op))))
     align = ALIGN_BITS // dt.bits
     epr = 2048 // max(dt.bits, 8)
