@@ -191,8 +191,6 @@ def measured_dtypes(table: ParamTable) -> dict[str, tuple[str, ...]]:
 
 
 def _unmeasured_note(cls: str, dt: str, measured: tuple[str, ...]) -> str:
-    if measured:
-        return (f"no measured {dt} row exercises {cls} (measured: {' '.join(measured)}): priced by the values its "
-                f"dtypes share")
-    return (f"no measured row exercises {cls}: priced by its cost family's fitted values or the reference's "
-            "constants (data/a2a3_priors.csv)")
+    elsewhere = f" {dt} row exercises {cls} (measured in {' '.join(measured)} only)" if measured else f" row exercises {cls}"
+    return (f"no measured{elsewhere}: priced by its cost family's fitted values or the reference's constants "
+            "(data/a2a3_priors.csv)")
