@@ -65,7 +65,11 @@ def _replace_all(tmps: list[Path], targets: list[Path]) -> None:
                 try:
                     os.link(target, old)
                 except OSError:  # a file system without hard links
-                    shutil.copy2(target, old)
+                    try:
+                        shutil.copy2(target, old)
+                    except OSError as exc:
+                        old.unlink(missing_ok=True)
+                        raise PtoCostError(f"cannot keep {target} aside while writing it: {exc.strerror or exc}") from None
             kept.append((tmp, target, old))
             try:
                 os.replace(tmp, target)
@@ -106,6 +110,8 @@ def check_writable(path: str | os.PathLike) -> str | os.PathLike:
     target = Path(_not_a_directory(path))
     if target.exists() and not target.is_file():
         raise PtoCostError(f"output path {path} is not a regular file; give a file name")
+    if target.exists() and not os.access(target, os.W_OK):  # replacing it would need only the directory writable
+        raise PtoCostError(f"output file {path} is read-only; make it writable or give another path")
     parent = target.parent
     while not parent.exists():
         parent = parent.parent

@@ -511,6 +511,39 @@ def test_a_failed_rename_leaves_the_old_file(tmp_path, monkeypatch):
     assert target.read_text() == "old" and list(tmp_path.iterdir()) == [target]
 
 
+def test_a_read_only_output_is_refused_and_a_failed_copy_aside_leaves_nothing(tmp_path, monkeypatch):
+    import os
+    import shutil
+
+    from fit.io import atomic_paths, check_writable
+
+    target = tmp_path / "t.csv"
+    target.write_text("old")
+    target.chmod(0o444)
+    if not os.access(target, os.W_OK):  # root may write anything: the check is the OS's own
+        with pytest.raises(PtoCostError, match="is read-only"):
+            check_writable(target)
+    target.chmod(0o644)
+    other = tmp_path / "u.csv"
+    other.write_text("old u")
+
+    def no_link(src, dst):
+        raise OSError(1, "Operation not permitted")
+
+    def half_copy(src, dst, **kw):
+        open(dst, "w").write("ol")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "link", no_link)
+    monkeypatch.setattr(shutil, "copy2", half_copy)
+    with pytest.raises(PtoCostError, match="cannot keep .* aside while writing it: No space left on device"):
+        with atomic_paths([target, other]) as (a, b):
+            a.write_text("new")
+            b.write_text("new u")
+    assert (target.read_text(), other.read_text()) == ("old", "old u")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "u.csv"]
+
+
 def test_a5_formula_row_terms_separate_single_chunk_rows_from_multi_chunk_rows():
     from costmodel.models import a5_formula as fm
 
