@@ -495,9 +495,15 @@ def plot(
 
 
 def _main_reason(df) -> str:
-    """The note most points share, and how many other reasons there are."""
-    counts = df["note"].astype(str).value_counts()
-    return counts.index[0] + (f" (and {len(counts) - 1} other reason(s))" if len(counts) > 1 else "")
+    """The two notes most points share (reasons that differ only in their numbers are one), with their counts, and
+    how many other reasons there are."""
+    notes = df["note"].astype(str)
+    kinds = notes.str.replace(r"\d+", "N", regex=True)
+    counts = kinds.value_counts()
+    if len(counts) == 1:
+        return notes.iloc[0]
+    shown = "; ".join(f"{notes[kinds == k].iloc[0]} ({n} point(s))" for k, n in counts.head(2).items())
+    return shown + (f" (and {len(counts) - 2} other reason(s))" if len(counts) > 2 else "")
 
 
 def _check_plot_names(grid, strategy: str, dst: str | None = None) -> None:
@@ -618,7 +624,7 @@ def fit_cmd(
     output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write: fitted rows merged into the file, or into the table in use when it does not exist yet (the models read it when PTO_COST_PARAMS names the file).")] = "data/formula_params.csv",
     cv: Annotated[int, typer.Option("--cv", min=2, help="Folds of the cross-validation (form choice and reported CV error); fewer folds train on fewer shapes, so the error rises (A2/A3: 19.4 % MAPE with 3 folds against 7.4 % with 5); at most one fold per shape (or case).")] = 5,
     cv_group: Annotated[str, typer.Option("--cv-group", help="What a fold holds out whole: shape (every op at a tile shape) or measurement (one measured case; other ops at its shape stay in).")] = "shape",
-    model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all.")] = "formula",
+    model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all. The formula fit of the public A5 file takes about 30 s; the pipeline fit (pipeline, all) simulates every measured program many times and takes minutes.")] = "formula",
     dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Report only; write nothing.")] = False,
     pipeline_output: Annotated[str, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (the models read them when PTO_COST_PIPELINE_PARAMS names the file).")] = "data/a5_pipeline_params.csv",
     json_out: JsonOpt = False,
