@@ -654,7 +654,9 @@ def fit_cmd(
             check_params_path(output)
         if model in ("pipeline", "all"):
             check_params_path(pipeline_output, pipeline=True)
-    run = fit_traces(traces, k=cv, model=model, group_by=cv_group)
+    with render.status(f"fitting the {'formula and pipeline' if model == 'all' else model} model to "
+                       f"{', '.join(Path(t).name for t in traces)}"):
+        run = fit_traces(traces, k=cv, model=model, group_by=cv_group)
     written = None
     if not dry_run:  # both tables or neither: each is written to a temporary file, renamed once both are written
         from fit.io import atomic_paths

@@ -266,6 +266,21 @@ def progress(label: str, total: int) -> _Progress:
     return _Progress(label, total)
 
 
+def status(label: str):
+    """Return a context manager showing `label` with a spinner and the elapsed time on stderr while long work of
+    unknown length runs (nothing when stderr is not a terminal)."""
+    import contextlib
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    bar = Progress(SpinnerColumn(), TextColumn(plain(label)), TimeElapsedColumn(), console=console(stderr=True),
+                   transient=True)
+    bar.add_task(label, total=None)
+    return bar
+
+
 def fit_text(run, output: str | None, written, pipeline_output: str | None = None) -> None:
     """Print the fit report: bad rows, the model selection, parameters ± standard errors, CV accuracy."""
     from rich.table import Table

@@ -490,3 +490,17 @@ def test_json_documents_never_carry_nan(tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout, parse_constant=lambda token: pytest.fail(f"{token} in the JSON"))
     assert doc["overall"]["strategies"]["order_tau"] is None
+
+
+def test_long_work_shows_a_spinner_on_a_terminal_only(monkeypatch):
+    """fit runs from 30 s to minutes with nothing to count: a spinner with the elapsed time on a terminal, and
+    nothing in a log file."""
+    import contextlib
+
+    from cli import render
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    assert isinstance(render.status("fitting"), contextlib.nullcontext)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    with render.status("fitting the formula model") as bar:
+        assert [t.description for t in bar.tasks] == ["fitting the formula model"] and bar.tasks[0].total is None
