@@ -442,7 +442,6 @@ def plot(
     if csv:
         check_table_path(csv)
     arch_name, _ = resolve_arch(arch)
-    strategy = strategy.strip().lower() if strategy.strip().lower() in ("default", "all") else strategy.strip()
     params = _kwargs(req)
     names = [as_dtype(d.strip()).name for d in dtype.split(",") if d.strip()]  # canonical (the grid names each once)
     if not names:
@@ -456,6 +455,7 @@ def plot(
     spec = {"ops": [op], "dtypes": dtype, "archs": [arch_name], "strategies": [strategy], "rows": rows, "cols": cols,
             "valid_rows": valid_rows, "valid_cols": valid_cols, "dst_dtypes": [dst] if dst else None, "params": params}
     grid = expand(spec)
+    strategy = grid["strategy"].iloc[0]  # in the grid's spelling: default and all in lower case
     _check_plot_names(grid, strategy, dst)
     heat = grid["rows"].nunique() > 1 and grid["cols"].nunique() > 1
     if heat and measured:
@@ -640,9 +640,7 @@ def fit_cmd(
     from fit.traces import CV_GROUPINGS
 
     model = choice(model, ("formula", "pipeline", "all"), "--model")
-    cv_group = cv_group.strip().lower()
-    if cv_group not in CV_GROUPINGS:
-        raise PtoCostError(f"unknown cross-validation grouping {cv_group!r}; accepted: {', '.join(CV_GROUPINGS)}")
+    cv_group = choice(cv_group, CV_GROUPINGS, "--cv-group")
     if not dry_run:  # before a fit of up to a minute: where it will write must take the result
         from fit.params_io import check_params_path
 
@@ -672,7 +670,7 @@ def fit_cmd(
         render.emit_json({"output": None if dry_run else output, "rows_written": written.rows if written else 0,
                           "rows_refitted": written.refitted if written else 0,
                           "rows_kept": written.kept if written else 0,
-                          "rows_other_arch": written.rows - written.refitted - written.kept if written else 0,
+                          "rows_other_arch": written.other if written else 0,
                           "pipeline_output": None if dry_run or run.pipeline is None else pipeline_output,
                           "bad_rows": [str(p) for p in run.problems],
                           "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in sec.items()}

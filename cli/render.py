@@ -335,8 +335,7 @@ def fit_text(run, output: str | None, written, pipeline_output: str | None = Non
     if run.rows and written:
         kept = (f"; {written.kept} kept from the table: ops, classes or observations this trace does not cover"
                 if written.kept else "")
-        other = written.rows - written.refitted - written.kept
-        kept += f"; {other} of another arch, unchanged" if other else ""
+        kept += f"; {written.other} of another arch, unchanged" if written.other else ""
         con.print(plain(f"wrote {written.rows} parameter rows to {output} ({written.refitted} refitted{kept})"
                         f"{_in_use_hint(output, params.path_in_use(), 'PTO_COST_PARAMS')}"))
     if pipeline_output and run.pipeline is not None:

@@ -24,9 +24,10 @@ def resolve_arch(arch: str | None) -> tuple[str, str]:
         return check_arch(arch), "option"
     env = os.environ.get("PTO_COST_ARCH")
     if env:
-        if env.strip().lower().replace("/", "") not in ARCHES:
-            raise PtoCostError(f"unknown arch {env!r} from $PTO_COST_ARCH; accepted: {', '.join(ARCHES)}")
-        return check_arch(env), "env"
+        try:
+            return check_arch(env), "env"
+        except PtoCostError:
+            raise PtoCostError(f"unknown arch {env!r} from $PTO_COST_ARCH; accepted: {', '.join(ARCHES)}") from None
     return DEFAULT_ARCH, "default"
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .models import registry
 from .vector.frame import SHAPE_COLUMNS, Frame
 from .vector.frame import asked as _asked
 from .vector.frame import groups as _groups
@@ -64,7 +65,6 @@ class Models:
     def get(self, arch: str):
         """Return the model for `arch`; raises PtoCostError when the arch has no such model."""
         from .errors import PtoCostError
-        from .models import registry
 
         if arch not in self._by_arch:
             try:
@@ -135,17 +135,9 @@ def sweep(frame, *, model: str = "auto", progress: Callable[[int, int], None] | 
     cannot be modelled), `model`, `default` (bool), `best` (the fastest legal strategy) and `note`. The string
     columns the sweep writes (strategy, model, best, note, and added constant columns) are categorical.
     """
-    model = check_model(model)
+    model = registry.check_name(model)  # an arch that lacks it is that arch's rows' note
     f = Frame(frame)
     return assemble(f, _evaluate(f, model, progress, vectorised))
-
-
-def check_model(model: str) -> str:
-    """Return the model name in its own spelling; PtoCostError for a name no arch has (one an arch lacks is that
-    arch's rows' note)."""
-    from .models import registry
-
-    return registry.check_name(model)
 
 
 def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> Results:
@@ -290,7 +282,7 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
     except ImportError:
         raise PtoCostError("the dask engine needs the optional extra: pip install 'pto-cost[dask]'") from None
 
-    model = check_model(model)
+    model = registry.check_name(model)  # an arch that lacks it is that arch's rows' note
     if workers is not None and workers < 1:
         raise PtoCostError(f"--workers must be at least 1, got {workers}")
     f = Frame(frame.reset_index(drop=True))

@@ -31,6 +31,11 @@ class Written:
     refitted: int
     kept: int
 
+    @property
+    def other(self) -> int:
+        """Rows of the arches and models the fit did not cover, left as they were."""
+        return self.rows - self.refitted - self.kept
+
 
 def _key(r: ParamRow) -> tuple:
     return (r.arch, r.form, r.scope, r.name, r.dtype, r.dst_dtype, r.strategy, r.op_params, r.term)

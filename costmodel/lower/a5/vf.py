@@ -132,6 +132,16 @@ def copy_kernel(req: Request, src: str) -> Kernel:
     return Kernel(epr, streams, (_counter("s_n", lane, req.dst.valid_cols),), (), (), body)
 
 
+def lane_distribution(bits: int, lane: int) -> tuple[str, str]:
+    """Return the (load, store) distributions of `bits`-wide elements held in `lane`-bit register lanes: plain where
+    they fill the lane, else unpacked into the lanes and packed back (UNPK/PK, with the ratio where it is not 2:
+    costmodel.md §3 step 3)."""
+    if bits == lane:
+        return "NORM", f"NORM_B{lane}"
+    ratio = "" if lane // bits == 2 else str(lane // bits)
+    return f"UNPK{ratio}_B{bits}", f"PK{ratio}_B{lane}"
+
+
 def convert_kernel(req: Request, strategy: str) -> Kernel:
     """TCVT: per register part {plt, vlds (unpack), vcvt, vsts (pack)}; EPR per costmodel.md §3 step 3."""
     src, dst = req.dtype, req.dst.dtype
@@ -140,12 +150,7 @@ def convert_kernel(req: Request, strategy: str) -> Kernel:
     lane = max(src.bits, dst.bits)
     lanes = VL_BITS // lane
     pb = pred_bits(lane)
-
-    def ratio(bits: int) -> str:
-        return "" if lane // bits == 2 else str(lane // bits)
-
-    load = "NORM" if src.bits == lane else f"UNPK{ratio(src.bits)}_B{src.bits}"
-    store = f"NORM_B{lane}" if dst.bits == lane else f"PK{ratio(dst.bits)}_B{lane}"
+    load, store = lane_distribution(src.bits, lane)[0], lane_distribution(dst.bits, lane)[1]
     attrs = (("to", dst.name), ("round", req.param("round_mode", "none")), ("sat", req.param("saturation", "on")),
              ("lane_bits", lane))
     body: list = []
@@ -170,11 +175,7 @@ def _arg_lanes(req: Request) -> tuple[int, dict[str, tuple[str, str]]]:
     as TCVT does; f16 values with 32-bit indices, or f32 values with 16-bit indices, run 64 pairs a chunk)."""
     dt, it = req.dtype, req.tile("dst_idx").dtype
     lane = max(lane_bits(dt), lane_bits(it))
-
-    def dist(t: DType) -> tuple[str, str]:
-        return ("NORM", f"NORM_B{lane}") if t.bits == lane else (f"UNPK_B{t.bits}", f"PK_B{lane}")
-
-    return lane, {"values": dist(dt), "indices": dist(it)}
+    return lane, {"values": lane_distribution(dt.bits, lane), "indices": lane_distribution(it.bits, lane)}
 
 
 def arg_kernel(req: Request, inner: tuple[str, int] | None = None) -> Kernel:
