@@ -577,10 +577,10 @@ def _measured_points(path: str, df, x: str, fixed: str, dst: str | None, params:
     from costmodel.dtypes import dtype as as_dtype
     from costmodel.errors import PtoCostError
     from costmodel.operands import make_request
-    from fit.traces import LINE, check_trace, read_trace, request_kwargs
+    from fit.traces import LINE, check_trace, lacks_measured, read_trace, request_kwargs
 
     raw = read_trace(path)
-    if "measured_cycles" in raw.attrs.get("added_columns", ()):
+    if lacks_measured(raw):
         raise PtoCostError(f"--measured {path}: no measured_cycles column; accepted: a trace of measured cycles")
     good, problems = check_trace(raw)
     op = df["op"].iloc[0].upper()

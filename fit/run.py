@@ -9,7 +9,7 @@ import pandas as pd
 
 from costmodel.errors import TraceError
 
-from .traces import LINE, Problem, check_trace, conflicting_duplicates, measured_keys, read_trace
+from .traces import LINE, Problem, check_trace, conflicting_duplicates, lacks_measured, measured_keys, read_trace
 
 
 @dataclass
@@ -58,7 +58,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
     for path in paths:
         raw = read_trace(path)
         unit[Path(path).name] = raw.attrs.get("line_unit", "line")  # a Parquet file has rows, not lines
-        if "measured_cycles" in raw.attrs.get("added_columns", ()):
+        if lacks_measured(raw):
             raise TraceError(f"{path}: no measured_cycles column; fit needs measured cycles (`pto-cost predict` "
                              "prices cases without them)")
         good, bad = check_trace(raw)

@@ -123,6 +123,11 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace", lines: list[int] |
     return df
 
 
+def lacks_measured(trace: pd.DataFrame) -> bool:
+    """Whether a trace read by `read_trace` came without a measured_cycles column (a cases file)."""
+    return "measured_cycles" in trace.attrs.get("added_columns", ())
+
+
 def _converts(op: str) -> bool:
     """Whether `op` is a conversion (its destination type is part of the request even when equal to the source)."""
     from costmodel.catalog import instruction
