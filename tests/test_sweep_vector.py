@@ -274,9 +274,10 @@ def test_a5_anchored_closed_form_equals_the_plan_path(group):
 
 @pytest.mark.parametrize("op", ["TADD", "TMINS", "TSEL"])
 def test_a5_pipeline_every_2d_post_update_structure(op):
-    # 2D post-update programs differ in loop structure: a full-chunk loop or not, a tail chunk or not, a pointer
-    # adjustment at the row end or not (f32: 64 elements per chunk; a TSEL mask adjusts its own pointer unless its
-    # 32-byte padded rows hold exactly the chunks walked: 256 columns); one group holds them all, rows 3 and 30
+    # 2D post-update programs differ in loop structure: a full-chunk loop or not, a tail chunk or not (f32: 64
+    # elements per chunk), with row-end pointer adjustments of any size, 0 included (a TSEL mask adjusts its own
+    # pointer by 0 when its 32-byte padded rows hold exactly the chunks walked: 256 columns); one group holds them
+    # all, rows 3 and 30
     shapes = [(r, c, r, vc) for r in (3, 30) for c, vc in ((64, 64), (128, 64), (64, 40), (128, 40), (128, 100),
                                                            (256, 100), (256, 256), (512, 256))]
     group = ("a5", op, "f32", {"static_valid": False, "vf_impl_kind": "VFIMPL_2D_POST_UPDATE"}, shapes)

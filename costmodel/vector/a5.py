@@ -22,7 +22,7 @@ representative requests of the group.
 Pricing per form: the A5 formula model (`a5_formula.cycles`, already vectorised) where the parameter table has
 the key; otherwise (model `auto` or `pipeline`) the pipeline model's `cycles_for` on the program of a
 representative row with the same loop structure (2D post-update programs differ in whether they have a full-chunk
-loop, a tail chunk and a pointer adjustment at the row end). The anchored model (`auto`'s second choice) adds, per
+loop and a tail chunk). The anchored model (`auto`'s second choice) adds, per
 anchor, the anchor's formula minus its own `cycles_for`, each anchor's program built on the row's tiles.
 """
 from __future__ import annotations
@@ -122,30 +122,24 @@ def formula(p: dict, d: dict, strategy: str, epr: int, sh: Shapes, cache: dict |
     return hit[2][(R * hit[1] + per_row) * 2 + flat.astype(np.int64)]
 
 
-def structure(strategy: str, epr: int, sh: Shapes, mask: bool = False) -> np.ndarray:
-    """A code per row that is equal for rows whose programs differ only in trip counts (with `mask`, a TSEL mask's
-    own pointer adjustment: its rows are padded to 32 bytes)."""
+def structure(strategy: str, epr: int, sh: Shapes) -> np.ndarray:
+    """A code per row that is equal for rows whose programs differ only in trip counts (2D post-update: whether a
+    row has a full-chunk loop and a tail chunk; every row ends with its pointer adjustments)."""
     if strategy != "2d-post-update":
         return np.zeros(len(sh.vr), dtype=np.int64)
     full, tail = np.divmod(sh.vc, epr)
-    walked = -(-sh.vc // epr) * epr
-    delta = sh.cols - walked  # pointer adjustment at the row end (omitted when zero)
-    code = (full > 0) + 2 * (tail > 0) + 4 * (delta != 0)
-    if mask:
-        code = code + 8 * (mask_row_bits(sh.cols) != walked)
-    return code
+    return (full > 0) + 2 * (tail > 0)
 
 
 def _roles(prog: VfProgram) -> dict[str, int]:
     return {lp.role: lp.trip for lp in prog.loops() if lp.role in SHAPE_ROLES}
 
 
-def _pipeline(pipe: PipelineModel, make, strategy: str, epr: int, sh: Shapes,
-              mask: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def _pipeline(pipe: PipelineModel, make, strategy: str, epr: int, sh: Shapes) -> tuple[np.ndarray, np.ndarray]:
     """(cycles, covered) of every row by `cycles_for` on one program per loop structure."""
     out = np.full(len(sh.vr), np.nan)
     covered = np.zeros(len(sh.vr), dtype=bool)
-    code = structure(strategy, epr, sh, mask)
+    code = structure(strategy, epr, sh)
     t = trips(strategy, epr, sh)
     for c in np.unique(code).tolist():
         sel = np.flatnonzero(code == c)
@@ -254,7 +248,7 @@ class Prepared:
                 cyc = np.full(m, np.nan)
                 sel = np.flatnonzero(covered if lg is True else lg & covered)
                 if len(sel):
-                    c, cov = _pipeline(self.pipe, self.make, f.name, f.epr, sh.take(sel), self.mask)
+                    c, cov = _pipeline(self.pipe, self.make, f.name, f.epr, sh.take(sel))
                     if f.anchors:
                         corr, fit = self._correction(f, sh.take(sel))
                         c, cov = c + corr, cov & fit

@@ -196,9 +196,8 @@ def _two_d(seg: Segment, post_update: bool, rvar: str, jvar: str) -> list:
     for nm in names:
         if nm in head_names:
             continue
-        delta = k.stream(nm).row_stride - chunks * k.advance(nm)
-        if delta:
-            row_body.append(PtrAdd(_ptr(nm), delta))
+        # emitted even when it is 0: the kernel adjusts at every row end either way (costmodel.md §7, 2D POST_UPDATE)
+        row_body.append(PtrAdd(_ptr(nm), k.stream(nm).row_stride - chunks * k.advance(nm)))
     out.append(Loop(rvar, _check_trip(seg.rows, "2D row"), tuple(row_body), "rows"))
     return out
 
