@@ -298,6 +298,19 @@ def _smooth_winners(names: np.ndarray, cv_max: list[np.ndarray], cv_smooth: list
     return keep
 
 
+def _extent_rows(rows: Rows, idx, scope: str, name: str, dtype: str, dst: str, strategy: str, op_params: str,
+                 source: str) -> list[ParamRow]:
+    """The measured extent of a key's rows `idx` as two rows: the most chunks one program ran (`max_chunks`) and the
+    most row-loop trips (`max_rows`, 1 for 1D programs); an estimate beyond them says it extrapolates."""
+    if not len(idx):
+        return []
+    idx = np.asarray(idx)
+    n = len(idx)
+    return [ParamRow("a5", "vf", scope, name, dtype, dst, strategy, op_params, term, float(np.max(values[idx])), None,
+                     n, None, f"{source}; measured extent")
+            for term, values in (("max_chunks", rows.C), ("max_rows", rows.R))]
+
+
 def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, smooth: SmoothFit | None = None,
              smooth_ops: set[str] = frozenset()):
     """Parameter-table rows: per key, per family/form fallback and per-strategy dispatch bounds."""
@@ -320,6 +333,8 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, 
             value = float(coef[f"{t}|{k0}"]) + (offset if t == "p0" else 0.0)
             out.append(ParamRow("a5", "vf", "op", key["name"], key["dtype"], key["dst_dtype"], key["strategy"],
                                 key["op_params"], t, value, None, n, cv, src))
+        out.extend(_extent_rows(rows, np.flatnonzero(sel), "op", key["name"], key["dtype"], key["dst_dtype"],
+                                key["strategy"], key["op_params"], src))
         report.append({"parameter": k0, "n_obs": n, "cv_mape": cv,
                        **{t: (float(coef[f"{t}|{k0}"]) if t in terms else 0.0) for t in fm.P_TERMS}})
     strategies = {"1d": ("1d-post-update", "1d-no-post-update"), "2d": ("2d-post-update", "2d-no-post-update")}
@@ -359,9 +374,11 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
         return [s for d in sorted(dims) for s in forms[d]]
 
     def write(scope: str, name: str, dtype: str, dst: str, op_params: str, key: dict, strategies: list[str], n: int,
-              cv: float | None, note) -> None:
-        """Append the P, D and q rows `smooth.params` gives `key` in each strategy (`note(strategy)`: the source)."""
+              cv: float | None, note, idx: list[int] = ()) -> None:
+        """Append the P, D and q rows `smooth.params` gives `key` in each strategy (`note(strategy)`: the source), and
+        the measured extent of the rows `idx` it was fitted on."""
         for strategy in strategies:
+            out.extend(_extent_rows(rows, idx, scope, name, dtype, dst, strategy, op_params, note(strategy)))
             got = smooth.params({**key, "strategy": strategy})
             if got is None:
                 continue
@@ -386,7 +403,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
         n, cv = len(idx), (float(np.nanmean(ape[idx])) if np.isfinite(ape[idx]).any() else None)
         measured = {rows.keys[i]["strategy"] for i in idx}
         write("op", key["name"], key["dtype"], key["dst_dtype"], key["op_params"], key, strategies_of(key, measured), n,
-              cv, lambda s, m=measured: src if s in m else f"{src}; body measured in {', '.join(sorted(m))} only")
+              cv, lambda s, m=measured: src if s in m else f"{src}; body measured in {', '.join(sorted(m))} only", idx)
         label = member if body == member else f"{member} (curve {body})"
         first = {**key, "strategy": sorted(measured)[0]}
         report.append({"parameter": f"{label} (smooth, all forms)", "n_obs": n, "cv_mape": cv,

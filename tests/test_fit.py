@@ -1,4 +1,5 @@
 """Fitting: parameter recovery on synthetic traces, grouped folds, atomic writes, outlier flags, the fit CLI."""
+import json
 import os
 import subprocess
 import sys
@@ -772,3 +773,35 @@ def test_an_op_keeps_the_address_bound_it_was_fitted_with():
     assert (d["a0"], d["ac"]) == (30.0, 2.5)
     _, d, _ = fm.lookup(ParamTable([r for r in own if r.term not in ("a0", "ac")] + shared), key, "ld2 st1 simple1")
     assert (d["a0"], d["ac"]) == (99.0, 9.0 * 2 + 9.0)  # no copy of its own: the shared bound, two loads one store
+
+
+def test_a5_fit_records_the_measured_extent_and_estimates_beyond_it_say_so(tmp_path):
+    # the most chunks (and rows) any measured row of a key ran are written next to its parameters; an estimate that
+    # runs more says it extrapolates, one inside the range does not
+    shapes = [(1, 64, 1, 64), (1, 192, 1, 192), (1, 320, 1, 320), (1, 640, 1, 640), (3, 224, 3, 192),
+              (5, 224, 5, 192)]  # f32: 1, 3, 5, 10 chunks in 1D; 3x3 and 5x3 chunks in 2D
+    lines = ["arch,op,dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles"]
+    for r, c, vr, vc in shapes:
+        chunks = vr * -(-vc // 64)
+        lines.append(f"a5,TADD,fp32,{r},{c},{vr},{vc},VFIMPL_1D_POST_UPDATE,{50 + 2 * chunks + 3 * (vr - 1)}")
+    trace = tmp_path / "tadd.csv"
+    trace.write_text("\n".join(lines) + "\n")
+    table = tmp_path / "params.csv"
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(table)], capture_output=True,
+                       text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    from costmodel.models.params import read_table
+
+    extent = {(row.strategy, row.term): row.value for row in read_table(table).rows
+              if row.arch == "a5" and row.scope == "op" and row.name == "TADD" and row.term.startswith("max_")}
+    assert extent[("1d-post-update", "max_chunks")] == 15 and extent[("1d-post-update", "max_rows")] == 5
+
+    def notes(shape):
+        r = subprocess.run([sys.executable, "-m", "cli", "estimate", "TADD", "--shape", shape, "--dtype", "f32",
+                            "--arch", "a5", "--model", "formula", "--json"], capture_output=True, text=True, cwd=ROOT,
+                           timeout=300, env={**os.environ, "PTO_COST_PARAMS": str(table)})
+        assert r.returncode == 0, r.stderr
+        return " ".join(json.loads(r.stdout)["notes"])
+
+    assert "beyond the measured TADD f32 rows (up to 15 chunks)" in notes("1x1280")
+    assert "beyond" not in notes("1x640")

@@ -99,7 +99,9 @@ def test_post_update_rows_with_a_tail_never_get_cheaper_as_columns_grow(op):
 
     cols = list(range(128, 641, 64))
     got = [api.estimate(op, (17, c), "f16", "a5", strategy="2d-post-update", verify=False).cycles for c in cols]
-    assert all(b >= a for a, b in zip(got, got[1:])), dict(zip(cols, got))
+    # a row of whole chunks (384 columns: 3) may cost up to 1 % less than the row of the same chunk count with a tail
+    # (320: 2 and a tail), which builds the tail's predicate too; a row of more chunks never costs less
+    assert all(b >= a * (0.99 if c % 128 == 0 else 1.0) for a, b, c in zip(got, got[1:], cols[1:])), dict(zip(cols, got))
     frame = pd.DataFrame({"op": op, "dtype": "f16", "arch": "a5", "rows": 17, "cols": cols,
                           "strategy": "2d-post-update"})
     assert np.allclose(sweep(frame)["cycles"].to_numpy(), got)

@@ -173,6 +173,22 @@ def held_out_error(table: ParamTable, key: dict[str, str]) -> tuple[float, int] 
     return row.cv_mape, row.n_obs
 
 
+def _beyond_extent(table: ParamTable, key: dict[str, str], sig: str, t) -> str:
+    """Return a note when the plan runs more chunks, or more rows, than any measured row of its key (the extent the
+    fit recorded), else ""."""
+    most = {term: source_row(table, key, sig, "key", term) for term in ("max_chunks", "max_rows")}
+    if any(r is None for r in most.values()):
+        return ""
+    chunks, rows = int(most["max_chunks"].value), int(most["max_rows"].value)
+    if t.chunks <= chunks and (t.dim == "1d" or t.rows <= rows):
+        return ""
+    types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
+    asked = f"{t.chunks} chunks" + (f" in {t.rows} rows" if t.dim == "2d" else "")
+    reach = f"{chunks} chunks" + (f" in {rows} row{'s' if rows != 1 else ''}" if t.dim == "2d" else "")
+    return (f"{asked} lie beyond the measured {key['name']} {types} rows (up to {reach}): the formula extrapolates its "
+            "per-chunk and per-row lines")
+
+
 def bounds(p: dict[str, float], d: dict[str, float], f: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Return (dispatch bound D, resource bound P) over features `f`."""
     P = sum(p.get(t, 0.0) * f[t] for t in P_TERMS)
@@ -265,6 +281,10 @@ class A5FormulaModel:
                                       "measured)",
                             "body": f"{key['name']} was not measured: priced by the formula of the measured ops "
                                     f"whose chunks do the same work (body {sig})"}[src]
+        if src == "key":
+            beyond = _beyond_extent(table, key, sig, t)
+            if beyond:
+                self.source_note = f"{self.source_note}; {beyond}" if self.source_note else beyond
         f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim, t.flat).items()}
         D, P = bounds(p, d, f)
         A = float(address_bound(d, f))
