@@ -5,6 +5,7 @@ Every violation raises a PtoCostError subclass whose one-line message names the 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,9 @@ def _number(value: Any) -> int | float:
     try:
         return int(text, 0)
     except ValueError:
-        pass
+        if re.fullmatch(r"[+-]?0+\d+", text.replace("_", "")):  # C would read it as octal, Python refuses it
+            raise ParamError(f"--scalar {value!r} has a leading zero: write it in decimal without one, or as 0o.. "
+                             "(octal) or 0x.. (hex)") from None
     try:
         number = float(text)
     except ValueError:
