@@ -13,7 +13,7 @@ import numpy as np
 from .arch import check_arch
 from .catalog import Instruction, instruction
 from .dtypes import DType, dtype as as_dtype
-from .emulate.data import default_scalar
+from .emulate.data import default_scalar, float_info
 from .errors import ParamError, ShapeError
 from .flags import flag, shown, truthy
 from .request import Request
@@ -75,7 +75,7 @@ def _scalar(inst: Instruction, arch: str, dt: DType, value: Any, order: str = ""
         with np.errstate(over="ignore"):
             stored = float(np.asarray(value).astype(dt.np)) if dt.emulatable else value
         if math.isfinite(value) and not math.isfinite(stored):
-            raise ParamError(f"scalar {value:g} overflows {dt} (largest {float(_finfo(dt).max):g})")
+            raise ParamError(f"scalar {value:g} overflows {dt} (largest {float_info(dt)[0]:g})")
         if divides and value != 0 and stored == 0:
             raise ParamError(f"{inst.name} scalar {value:g} rounds to 0 in {dt} and divides by zero; pass a larger "
                              "--scalar")
@@ -84,12 +84,6 @@ def _scalar(inst: Instruction, arch: str, dt: DType, value: Any, order: str = ""
     if inst.kernel in ("shl", "shr") and not 0 <= value < dt.bits:
         raise ParamError(f"{inst.name} shift amount must be in 0..{dt.bits - 1} for {dt}; got {value}")
     return value
-
-
-def _finfo(dt: DType):
-    import ml_dtypes
-
-    return ml_dtypes.finfo(dt.np)
 
 
 def count(value: Any, what: str) -> int:

@@ -93,7 +93,7 @@ def sample(dt: DType, shape: tuple[int, ...], domain: str, rng: np.random.Genera
     return draw(rng, shape).astype(dt.np)
 
 
-def _float_info(dt: DType) -> tuple[float, bool, bool]:
+def float_info(dt: DType) -> tuple[float, bool, bool]:
     """Return (largest finite value, has inf, has NaN) of a float type."""
     import ml_dtypes
 
@@ -129,7 +129,7 @@ def conversion_source(src: DType, to: DType, shape: tuple[int, ...], rng: np.ran
         quarter = (int(info.max) - int(info.min)) // 4
         lo, hi = int(info.min) - quarter, int(info.max) + quarter
     else:
-        top = _float_info(to)[0]
+        top = float_info(to)[0]
         lo, hi = -1.5 * top, 1.5 * top
     kind = rng.random(shape)
     if src.is_integer:
@@ -140,7 +140,7 @@ def conversion_source(src: DType, to: DType, shape: tuple[int, ...], rng: np.ran
         return np.where(kind < 0.5, spread, small).astype(src.np)
     import ml_dtypes
 
-    top_s, has_inf, has_nan = _float_info(src)
+    top_s, has_inf, has_nan = float_info(src)
     spread = rng.uniform(max(lo, -top_s), min(hi, top_s), size=shape)
     if to.is_float and to.name != src.name and ml_dtypes.finfo(to.np).nmant < ml_dtypes.finfo(src.np).nmant:
         ties = _midpoints(to, shape, rng)
@@ -148,7 +148,7 @@ def conversion_source(src: DType, to: DType, shape: tuple[int, ...], rng: np.ran
         ties = rng.integers(-130, 130, size=shape) + 0.5
     x = np.clip(np.where(kind < 0.5, spread, ties), -top_s, top_s)
     specials = [v for v, ok in ((np.inf, has_inf), (-np.inf, has_inf),
-                                (np.nan, has_nan and to.is_float and _float_info(to)[2])) if ok]
+                                (np.nan, has_nan and to.is_float and float_info(to)[2])) if ok]
     if specials:
         x = np.where(kind > 0.95, rng.choice(specials, size=shape), x)
     return x.astype(src.np)
