@@ -27,7 +27,7 @@ def atomic_paths(paths: list[str | os.PathLike]) -> Iterator[list[Path]]:
     """`atomic_path` for files written together: yield a temporary path per target; on success every target is
     replaced, or (a rename failing or interrupted part-way) none is: the targets already replaced get their old
     files back."""
-    targets = [Path(check_writable(p)) for p in paths]
+    targets = [Path(os.path.realpath(check_writable(p))) for p in paths]  # a symlink's file is replaced, not the link
     tmps: list[Path] = []
     try:
         for path, target in zip(paths, targets):

@@ -455,6 +455,20 @@ def test_atomic_path_leaves_the_old_file_on_failure(tmp_path):
     assert target.read_text() == "old" and list(tmp_path.iterdir()) == [target]
 
 
+def test_writing_through_a_symlink_replaces_its_file_and_keeps_the_link(tmp_path):
+    from fit.io import atomic_path
+
+    (tmp_path / "tables").mkdir()
+    real = tmp_path / "tables" / "params.csv"
+    real.write_text("old")
+    link = tmp_path / "params.csv"
+    link.symlink_to(real)
+    with atomic_path(link) as tmp:
+        tmp.write_text("new")
+    assert link.is_symlink() and real.read_text() == "new" and link.read_text() == "new"
+    assert sorted(p.name for p in real.parent.iterdir()) == ["params.csv"]
+
+
 @pytest.mark.parametrize("existing", [True, False])
 def test_files_written_together_are_all_replaced_or_none(tmp_path, monkeypatch, existing):
     """A rename failing after the first target was replaced puts the first back (fit --model all: both tables or
