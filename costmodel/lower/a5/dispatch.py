@@ -6,7 +6,7 @@
 * A 1D form is legal when the data really is one contiguous run (runtime contiguity): valid cols == cols for
   every walked tile (or a single valid row); TSEL also needs mask rows of exactly dst.cols bits (inferred).
 * The unary family has no 2D post-update form (costmodel.md §7: unary 2D always uses no-post-update).
-* A column reduction has one form, 2D no-post-update (lower/a5/reduce.py).
+* A column or row reduction has one form, 2D no-post-update (lower/a5/reduce.py).
 * The requested `vf_impl_kind` plus static contiguity select the emitted form through data/a5_dispatch.csv.
 """
 from __future__ import annotations
@@ -63,7 +63,8 @@ def legal(req: Request) -> dict[str, str | None]:
     if req.family == "unary":
         out["2d-post-update"] = "the unary implementation has no 2D post-update form (costmodel.md §7)"
     if req.family in REDUCE_FAMILIES:  # one loop form (lower/a5/reduce.py)
-        why = f"a column reduction folds each column chunk down the rows: only {REDUCE_FORM} (inferred)"
+        walk = "each column chunk down the rows" if req.family == "col_reduce" else "each row's chunks into a register"
+        why = f"a reduction folds {walk}: only {REDUCE_FORM} (inferred)"
         out = {s: (None if s == REDUCE_FORM else why) for s in STRATEGIES}
     return out
 

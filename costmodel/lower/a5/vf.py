@@ -23,7 +23,12 @@ from ..alloc import alias_source, allocate
 from . import dispatch
 from .forms import Counter, Gen, Kernel, Mem, Segment, Stream, emit
 from .program import Regs, compile_block, compile_sequence
-from .reduce import REDUCE_FAMILIES, col_reduce_program
+from .reduce import (
+    REDUCE_FAMILIES,
+    col_reduce_program,
+    in_register_op,
+    row_reduce_program,
+)
 from .table import convert_row, modelled_ops, op_row, sequence
 
 VL_BITS = constants("a5").vl_bytes * 8
@@ -267,6 +272,8 @@ def check_modelled(req: Request) -> None:
     elif req.family == "compare_select" and req.op != "TSEL":
         raise NotModelledError(f"{req.op} has no A5 VF lowering yet (modelled in compare_select: TSEL)")
     else:
+        if req.family == "row_reduce":
+            in_register_op(req)
         op_row(req)
 
 
@@ -293,8 +300,14 @@ def lower(req: Request, strategy: str) -> Plan:
     if req.family in REDUCE_FAMILIES:
         check_modelled(req)
         lane = lane_bits(req.dtype)
-        epr, body = col_reduce_program(req, lambda regs, pred: _compute(req, regs, req.dtype, pred), lane,
-                                       pred_bits(lane))
+
+        def fold(regs: Regs, pred: str) -> tuple[list, list]:
+            return _compute(req, regs, req.dtype, pred)
+
+        if req.family == "row_reduce":
+            epr, body = row_reduce_program(req, fold, in_register_op(req), lane, pred_bits(lane))
+        else:
+            epr, body = col_reduce_program(req, fold, lane, pred_bits(lane))
     else:
         segs = segments(req, strategy)
         body = emit(strategy, segs)
