@@ -1,6 +1,6 @@
-"""A5 column reductions (lower/a5/reduce.py): emulated plans against the golden over random shapes, valid regions
-(tails, column padding, empty regions) and every A5 dtype the catalogue lists; nothing outside dst's valid region is
-written; a deliberately wrong fold is caught; legality, loop form and pricing."""
+"""A5 column and row reductions (lower/a5/reduce.py): emulated plans against the golden over random shapes, valid
+regions (tails, column padding, empty regions) and every A5 dtype the catalogue lists; nothing outside dst's valid
+region is written; a deliberately wrong fold is caught; legality, loop form and pricing."""
 from dataclasses import replace
 
 import numpy as np
@@ -23,6 +23,7 @@ from costmodel.operands import VF_IMPL_KINDS, make_request
 from costmodel.sweep import sweep
 
 COL_OPS = ("TCOLMAX", "TCOLMIN", "TCOLSUM", "TCOLPROD")
+ROW_OPS = ("TROWMAX", "TROWMIN", "TROWSUM")  # TROWPROD: no in-register product reduction in the reference
 SETTINGS = settings(max_examples=60, deadline=None)
 
 
@@ -175,3 +176,70 @@ def test_ops_lists_them_modelled_and_a_sweep_prices_them_per_request():
                           "arch": ["a5", "a5"]})
     out = sweep(frame)
     assert out["cycles"].notna().all() and set(out["strategy"]) == {"2d-no-post-update"}
+
+
+@st.composite
+def row_requests(draw):
+    op = draw(st.sampled_from(ROW_OPS))
+    dt = as_dtype(draw(st.sampled_from(_a5_dtypes(op))))
+    epr = 2048 // max(dt.bits, 8)
+    align = 256 // dt.bits
+    cols = align * draw(st.integers(1, max(1, 3 * epr // align)))
+    rows = draw(st.integers(1, 12))
+    vr, vc = draw(st.integers(1, rows)), draw(st.integers(1, cols))
+    layout = "nd" if rows % align else draw(st.sampled_from(["dn", "nd"]))  # DN [R,1] needs 32-byte columns
+    return make_request(op, (rows, cols), dt.name, arch="a5", valid=(vr, vc), dst_layout=layout)
+
+
+@SETTINGS
+@given(req=row_requests(), seed=st.integers(0, 2**16))
+def test_row_reductions_match_the_golden_and_write_one_element_per_valid_row(req, seed):
+    rng = np.random.default_rng(seed)
+    plan = lower.lower(req)
+    inputs = _inputs(plan, rng)
+    before, after = emu.run(plan, inputs, seed)
+    dst = plan.buffer("dst")
+    got = after.tile(dst.offset, dst.tile)
+    want = golden(req.op, inputs["src"], valid=req.tile("src").valid, dst_cols=req.dst.cols,
+                  out=before.tile(dst.offset, dst.tile))
+    if req.op == "TROWSUM" and req.dtype.is_float:
+        # lanes add in another order than the CPU's left-to-right float sum: isa.md §4.3 / §8 tolerance
+        eps = {4: 1e-3, 2: 5e-3}[req.dtype.bits // 8]
+        a, b = got.astype(np.float64), want.astype(np.float64)
+        assert np.all((np.abs(a - b) <= eps) | (np.abs(a - b) <= eps * np.abs(b))), (req.describe(), a[:4, 0], b[:4, 0])
+    else:
+        assert got.tobytes() == want.tobytes(), (req.describe(), got[:4, 0], want[:4, 0])
+    vr, esize = req.dst.valid_rows, req.dtype.bits // 8
+    allowed = np.zeros(after.bytes.size, dtype=bool)
+    for r in range(vr):  # dst[r, 0] only
+        at = dst.offset + r * req.dst.row_stride * esize
+        allowed[at:at + esize] = True
+    changed = np.flatnonzero(before.bytes != after.bytes)
+    assert allowed[changed].all(), (req.describe(), changed[~allowed[changed]][:8])
+    assert verify(plan, seed=seed % 4).ok
+
+
+@pytest.mark.parametrize("op", ROW_OPS)
+def test_every_catalogue_dtype_of_the_row_reductions_is_lowered(op):
+    assert costmodel.modelled_dtypes(op, "a5") == _a5_dtypes(op)
+
+
+def test_row_program_folds_chunks_then_reduces_the_register_once_per_row():
+    plan = lower.lower(make_request("TROWSUM", (8, 200), "f32", arch="a5", valid=(6, 150)))
+    (prog,) = plan.body
+    (rows,) = [i for i in prog.body if isinstance(i, Loop)]
+    assert (rows.role, rows.trip) == ("rows", 6)
+    ops = [i.role if isinstance(i, Loop) else i.op for i in rows.body]
+    assert ops == ["vlds", "chunks", "vlds", "vadd", "vsel", "vcadd", "vsts"]  # chunk 0, chunk 1, the 22-lane tail
+    (store,) = [i for i in rows.body if getattr(i, "op", "") == "vsts"]
+    assert store.pred == "p1"  # the one-lane predicate
+    with pytest.raises(NotModelledError, match="product"):
+        lower.lower(make_request("TROWPROD", (8, 64), "f32", arch="a5"))
+    assert costmodel.modelled_dtypes("TROWPROD", "a5") == ()
+
+
+def test_a_wrong_in_register_reduction_is_caught():
+    plan = lower.lower(make_request("TROWMAX", (8, 128), "i16", arch="a5", valid=(8, 100)))
+    assert verify(plan, seed=0).ok
+    wrong = _mutate(plan, lambda i: replace(i, op="vcmin") if isinstance(i, VOp) and i.op == "vcmax" else i)
+    assert not verify(wrong, seed=0).ok
