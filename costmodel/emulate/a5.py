@@ -105,6 +105,9 @@ def _vop_lanes(st: VfState, ins: VOp) -> None:
         _convert(st, ins, active)
         return
     lanes = VL * 8 // dt.bits
+    if kind == "reduce":
+        _reduce(st, ins, dt, kernel, active, lanes)
+        return
     scalar = np.full(lanes, st.s[ins.scalar]).astype(dt.np) if ins.scalar else None
     if kind == "dup":
         res = scalar
@@ -113,6 +116,23 @@ def _vop_lanes(st: VfState, ins: VOp) -> None:
         res = apply(kernel, *args)
     out = np.zeros(VL, dtype=np.uint8)
     _store_lanes(out, res, dt, active)
+    st.v[ins.dst] = out
+
+
+def _reduce(st: VfState, ins: VOp, dt: DType, kernel: str, active, lanes: int) -> None:
+    """vcmax/vcmin/vcadd: the active lanes reduced into lane 0, every other lane 0 (isa.md §7.2 group reductions
+    leave the rest zero). The hardware's order is UNKNOWN (isa.md §5); a pairwise tree over the lanes in index order,
+    rounding in the lane type at each step, is inferred."""
+    vals = _view(st.vreg(ins.srcs[0]).copy(), dt)
+    x = vals if active is None else vals[active]
+    while len(x) > 1:
+        half = len(x) // 2
+        paired = apply(kernel, x[:2 * half:2], x[1:2 * half:2])
+        x = np.concatenate([np.asarray(paired).astype(dt.np), x[2 * half:]])
+    res = np.zeros(lanes, dtype=dt.np)
+    res[:len(x)] = x
+    out = np.zeros(VL, dtype=np.uint8)
+    _store_lanes(out, res, dt, None)
     st.v[ins.dst] = out
 
 

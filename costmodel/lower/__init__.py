@@ -90,6 +90,6 @@ def modelled(arch: str, family: str, op: str | None = None) -> bool:
 
 
 _A5_FAMILIES = ("unary", "binary", "binary_scalar", "partial", "col_expand", "col_expand_binary", "row_expand",
-                "row_expand_binary", "convert", "compare_select")
+                "row_expand_binary", "convert", "compare_select", "col_reduce", "row_reduce")
 for _family in _A5_FAMILIES:
     register("a5", _family, "costmodel.lower.a5.vf")

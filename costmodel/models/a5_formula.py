@@ -40,6 +40,7 @@ import numpy as np
 from ..dtypes import all_dtypes
 from ..errors import NotModelledError
 from ..lower.a5.dispatch import select_variant
+from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..plan import Plan
 from ..request import Request
 from . import provenance
@@ -237,11 +238,17 @@ class A5FormulaModel:
 
     def covers(self, plan: Plan) -> bool:
         """Return whether the table has parameters for the plan (its key, family or body), as `cost` looks them up."""
+        if plan.request.family in REDUCE_FAMILIES:
+            return False
         return lookup(self.table or shipped(), key_of(plan.request, plan.strategy), body_signature(plan)) is not None
 
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
         """Return (cycles, breakdown): startup, chunk iterations and row overhead of the binding bound (plus the
         smooth form's overlap of the two bounds)."""
+        if plan.request.family in REDUCE_FAMILIES:
+            raise NotModelledError(f"no A5 formula for {plan.request.op}: the formula is a closed form over "
+                                   "elementwise loop nests, and a reduction's fold was never measured; use --model "
+                                   "pipeline or anchored")
         t = vf_trips(plan)
         key = key_of(plan.request, plan.strategy)
         sig = body_signature(plan)

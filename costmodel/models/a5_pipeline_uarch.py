@@ -22,9 +22,10 @@ ALU_OPS = frozenset({"vadd", "vsub", "vmax", "vmin", "vand", "vor", "vxor", "vsh
                      "vcmp_eq", "vcmp_ne", "vcmp_ge", "vcmp_gt", "vcmps_gt"})
 MUL_OPS = frozenset({"vmul", "vmuls"})
 SFU_OPS = frozenset({"vexp", "vln", "vsqrt", "vdiv"})
+REDUCE_OPS = frozenset({"vcmax", "vcmin", "vcadd"})  # in-register reductions (costmodel.md §8 VCMAX/VCMIN/VCADD)
 CONVERT_OPS = frozenset({"vcvt", "vtrc"})
 EXU0_ONLY = frozenset({"vdup", "vcmax", "vcmin", "vcadd"})  # costmodel.md §8 port sets
-VECTOR_CLASSES = ("alu", "mul", "sfu32", "sfu16", "cvt1", "cvt_w2", "cvt_w4", "cvt_n2", "cvt_n4")
+VECTOR_CLASSES = ("alu", "mul", "sfu32", "sfu16", "cvt1", "cvt_w2", "cvt_w4", "cvt_n2", "cvt_n4", "reduce")
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,9 @@ class A5Uarch:
     cvt_n2_ii: float = 1.0
     cvt_n4_latency: float = 7.0    # vcvt narrowing 4x (f32 -> fp8/hif8, bf16 -> fp4)
     cvt_n4_ii: float = 1.0
+    reduce_latency: float = 16.0   # vcmax/vcmin/vcadd, one register -> lane 0 (§8 VCMAX/VCMIN 16-17, VCADD 22-24;
+    #                                no measured row: fixed at the max/min figure, inferred)
+    reduce_ii: float = 1.0         # (§8 lists no same-op II for them: missing II entries default to 1)
 
     def vector(self, cls: str) -> tuple[float, float]:
         """Return (latency, initiation interval) of a vector class."""
@@ -96,6 +100,9 @@ class A5Uarch:
 
 
 PARAM_NAMES = tuple(f.name for f in fields(A5Uarch))
+# parameters added after parameter files were written by earlier fits, none fitted: a file without them takes the
+# defaults above
+LATER_PARAMS = ("reduce_latency", "reduce_ii")
 
 
 def vector_class(op: str, dtype: str, attrs: dict | None = None) -> str:
@@ -104,6 +111,8 @@ def vector_class(op: str, dtype: str, attrs: dict | None = None) -> str:
         return "sfu32" if as_dtype(dtype).bits >= 32 else "sfu16"
     if op in MUL_OPS:
         return "mul"
+    if op in REDUCE_OPS:
+        return "reduce"
     if op in CONVERT_OPS:
         src = as_dtype(dtype).bits
         to = (attrs or {}).get("to")
@@ -134,7 +143,7 @@ def read_params(path=None) -> tuple[A5Uarch, dict[str, dict[str, str]]]:
     unknown = sorted(set(by_name) - set(PARAM_NAMES))
     if unknown:
         raise PtoCostError(f"{p}: unknown A5 pipeline parameter(s) {', '.join(unknown)}")
-    missing = [n for n in PARAM_NAMES if n not in by_name]
+    missing = [n for n in PARAM_NAMES if n not in by_name and n not in LATER_PARAMS]
     if missing:
         raise PtoCostError(f"{p}: A5 pipeline parameter(s) missing: {', '.join(missing)}")
     try:

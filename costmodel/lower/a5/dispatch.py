@@ -6,6 +6,7 @@
 * A 1D form is legal when the data really is one contiguous run (runtime contiguity): valid cols == cols for
   every walked tile (or a single valid row); TSEL also needs mask rows of exactly dst.cols bits (inferred).
 * The unary family has no 2D post-update form (costmodel.md §7: unary 2D always uses no-post-update).
+* A column or row reduction has one form, 2D no-post-update (lower/a5/reduce.py).
 * The requested `vf_impl_kind` plus static contiguity select the emitted form through data/a5_dispatch.csv.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ from ...arch import constants
 from ...request import Request
 from ...tiles import Tile
 from .forms import STRATEGIES
+from .reduce import REDUCE_FAMILIES, REDUCE_FORM
 from .table import dispatch
 
 ROW_SHAPED = ("col_expand", "col_expand_binary", "row_expand", "row_expand_binary")
@@ -60,6 +62,10 @@ def legal(req: Request) -> dict[str, str | None]:
     out = {s: (why_1d if s.startswith("1d") else None) for s in STRATEGIES}
     if req.family == "unary":
         out["2d-post-update"] = "the unary implementation has no 2D post-update form (costmodel.md §7)"
+    if req.family in REDUCE_FAMILIES:  # one loop form (lower/a5/reduce.py)
+        walk = "each column chunk down the rows" if req.family == "col_reduce" else "each row's chunks into a register"
+        why = f"a reduction folds {walk}: only {REDUCE_FORM} (inferred)"
+        out = {s: (None if s == REDUCE_FORM else why) for s in STRATEGIES}
     return out
 
 

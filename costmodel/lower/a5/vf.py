@@ -23,6 +23,12 @@ from ..alloc import alias_source, allocate
 from . import dispatch
 from .forms import Counter, Gen, Kernel, Mem, Segment, Stream, emit
 from .program import Regs, compile_block, compile_sequence
+from .reduce import (
+    REDUCE_FAMILIES,
+    col_reduce_program,
+    in_register_op,
+    row_reduce_program,
+)
 from .table import convert_row, modelled_ops, op_row, sequence
 
 VL_BITS = constants("a5").vl_bytes * 8
@@ -260,9 +266,14 @@ def check_modelled(req: Request) -> None:
         convert_row(req.dtype.name, req.dst.dtype.name)
     elif req.op in ARG_COMPARE:
         return
+    elif req.op == "TCOLSUM" and req.param("binary"):
+        raise NotModelledError("TCOLSUM isBinary (the pairwise tree through tmp) has no A5 lowering; the sequential "
+                               "sum (binary=False, the CPU reference's order, isa.md §4.3) is modelled")
     elif req.family == "compare_select" and req.op != "TSEL":
         raise NotModelledError(f"{req.op} has no A5 VF lowering yet (modelled in compare_select: TSEL)")
     else:
+        if req.family == "row_reduce":
+            in_register_op(req)
         op_row(req)
 
 
@@ -286,18 +297,33 @@ def lower(req: Request, strategy: str) -> Plan:
     legal = dispatch.legal(req)
     if strategy not in legal or legal[strategy]:
         raise StrategyError(f"strategy {strategy} is illegal for this {req.op} request: {legal.get(strategy, 'unknown')}")
-    segs = segments(req, strategy)
-    body = emit(strategy, segs)
+    if req.family in REDUCE_FAMILIES:
+        check_modelled(req)
+        lane = lane_bits(req.dtype)
+
+        def fold(regs: Regs, pred: str) -> tuple[list, list]:
+            return _compute(req, regs, req.dtype, pred)
+
+        if req.family == "row_reduce":
+            epr, body = row_reduce_program(req, fold, in_register_op(req), lane, pred_bits(lane))
+        else:
+            epr, body = col_reduce_program(req, fold, lane, pred_bits(lane))
+    else:
+        segs = segments(req, strategy)
+        body = emit(strategy, segs)
+        epr = segs[0].kernel.epr if segs else 0
     default, why = dispatch.resolve(req)
     notes = [why if strategy == default else f"{strategy} as asked; the default would be {default} ({why})"]
     if alias:
         notes.append(f"in place: dst overwrites {alias} (each chunk is loaded before it is stored)")
     if not body:
-        notes.append("empty valid region: nothing is issued")
+        notes.append("empty valid region: nothing is issued" + (" (the instruction returns before launching a VF)"
+                                                                if req.family in REDUCE_FAMILIES else ""))
     variant = dispatch.select_variant(req, strategy)
     if variant:
         notes.append(f"32-bit TSEL in 1D runs {variant} (by trip-count parity, "
                      "costmodel.md §3 step 6); the formula prices the even program like a TSel_b16_8 chunk, as measured")
     kind = f"{req.dtype}->{req.dst.dtype}" if req.family == "convert" else str(req.dtype)
-    epr = segs[0].kernel.epr if segs else 0
-    return Plan("a5", req.op, strategy, req, buffers, (VfProgram(strategy, epr, body, kind),), tuple(notes))
+    # a reduction of an empty region returns before any VF is launched (isa.md §3 TCOLMAX row: early return)
+    progs = () if not body and req.family in REDUCE_FAMILIES else (VfProgram(strategy, epr, body, kind),)
+    return Plan("a5", req.op, strategy, req, buffers, progs, tuple(notes))
