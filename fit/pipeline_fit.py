@@ -76,8 +76,10 @@ FIXED_SOURCE = {
     "scalar_latency": "fixed: one cycle (inferred)",
     "scalar_ii": "fixed: one per cycle (inferred)",
     "pred_ii": "fixed: one per cycle (inferred)",
-    "reduce_latency": "fixed: costmodel.md 8 VCMAX/VCMIN latency 16-17 (VCADD 22-24); no measured row (inferred)",
+    "reduce_latency": "fixed: costmodel.md 8 VCMAX/VCMIN latency 16 (fp32); no measured row",
     "reduce_ii": "fixed: costmodel.md 8 missing II entries default to 1",
+    "reduce_sum_latency": "fixed: costmodel.md 8 VCADD latency 22 (fp32); no measured row",
+    "reduce_sum_ii": "fixed: costmodel.md 8 missing II entries default to 1",
 }
 PRIOR_WEIGHT = 0.01
 

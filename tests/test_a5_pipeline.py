@@ -152,6 +152,10 @@ def test_vector_classes():
     assert vector_class("vcvt", "f16", {"to": "f32"}) == "cvt_w2"
     assert vector_class("vcvt", "bf16", {"to": "f16"}) == "cvt1"
     assert vector_class("vmuls", "f32") == "mul" and vector_class("vsel", "u32") == "alu"
+    # costmodel.md §8: VCMAX/VCMIN latency 16, VCADD 22 (fp32)
+    assert vector_class("vcmax", "f32") == vector_class("vcmin", "f16") == "reduce"
+    assert vector_class("vcadd", "f32") == "reduce_sum"
+    assert shipped().vector("reduce")[0] == 16 and shipped().vector("reduce_sum")[0] == 22
 
 
 # --------------------------------------------------------------------------------------------------------

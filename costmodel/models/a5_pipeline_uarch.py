@@ -22,10 +22,12 @@ ALU_OPS = frozenset({"vadd", "vsub", "vmax", "vmin", "vand", "vor", "vxor", "vsh
                      "vcmp_eq", "vcmp_ne", "vcmp_ge", "vcmp_gt", "vcmps_gt"})
 MUL_OPS = frozenset({"vmul", "vmuls"})
 SFU_OPS = frozenset({"vexp", "vln", "vsqrt", "vdiv"})
-REDUCE_OPS = frozenset({"vcmax", "vcmin", "vcadd"})  # in-register reductions (costmodel.md §8 VCMAX/VCMIN/VCADD)
+REDUCE_OPS = frozenset({"vcmax", "vcmin"})  # in-register reductions (costmodel.md §8 VCMAX/VCMIN)
+SUM_OPS = frozenset({"vcadd"})  # (§8 VCADD: a longer latency)
 CONVERT_OPS = frozenset({"vcvt", "vtrc"})
 EXU0_ONLY = frozenset({"vdup", "vcmax", "vcmin", "vcadd"})  # costmodel.md §8 port sets
-VECTOR_CLASSES = ("alu", "mul", "sfu32", "sfu16", "cvt1", "cvt_w2", "cvt_w4", "cvt_n2", "cvt_n4", "reduce")
+VECTOR_CLASSES = ("alu", "mul", "sfu32", "sfu16", "cvt1", "cvt_w2", "cvt_w4", "cvt_n2", "cvt_n4", "reduce",
+                  "reduce_sum")
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,10 @@ class A5Uarch:
     cvt_n2_ii: float = 1.0
     cvt_n4_latency: float = 7.0    # vcvt narrowing 4x (f32 -> fp8/hif8, bf16 -> fp4)
     cvt_n4_ii: float = 1.0
-    reduce_latency: float = 16.0   # vcmax/vcmin/vcadd, one register -> lane 0 (§8 VCMAX/VCMIN 16-17, VCADD 22-24;
-    #                                no measured row: fixed at the max/min figure, inferred)
+    reduce_latency: float = 16.0   # vcmax/vcmin, one register -> lane 0 (§8 VCMAX/VCMIN 16 fp32, 17 fp16; not measured)
     reduce_ii: float = 1.0         # (§8 lists no same-op II for them: missing II entries default to 1)
+    reduce_sum_latency: float = 22.0  # vcadd (§8 VCADD 22 fp32, 24 fp16; not measured)
+    reduce_sum_ii: float = 1.0
 
     def vector(self, cls: str) -> tuple[float, float]:
         """Return (latency, initiation interval) of a vector class."""
@@ -102,7 +105,7 @@ class A5Uarch:
 PARAM_NAMES = tuple(f.name for f in fields(A5Uarch))
 # parameters added after parameter files were written by earlier fits, none fitted: a file without them takes the
 # defaults above
-LATER_PARAMS = ("reduce_latency", "reduce_ii")
+LATER_PARAMS = ("reduce_latency", "reduce_ii", "reduce_sum_latency", "reduce_sum_ii")
 
 
 def vector_class(op: str, dtype: str, attrs: dict | None = None) -> str:
@@ -113,6 +116,8 @@ def vector_class(op: str, dtype: str, attrs: dict | None = None) -> str:
         return "mul"
     if op in REDUCE_OPS:
         return "reduce"
+    if op in SUM_OPS:
+        return "reduce_sum"
     if op in CONVERT_OPS:
         src = as_dtype(dtype).bits
         to = (attrs or {}).get("to")
