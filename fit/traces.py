@@ -7,6 +7,7 @@ bad rows by file line number and says what is wrong; `request_kwargs` maps a row
 """
 from __future__ import annotations
 
+import csv
 import os
 import re
 from dataclasses import dataclass, replace
@@ -46,6 +47,16 @@ class Problem:
         return f"{self.where}: {self.column}: {self.message}"
 
 
+def _check_header(path: Path) -> None:
+    """Raise TraceError if a CSV header names a column twice (pandas would rename the second copy and read the
+    first silently)."""
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        header = [c.strip() for c in next(csv.reader(fh), [])]
+    twice = sorted({c for c in header if c and header.count(c) > 1})
+    if twice:
+        raise TraceError(f"{path}: column {', '.join(twice)} appears more than once in the header; name each column once")
+
+
 def read_trace(path: str | os.PathLike) -> pd.DataFrame:
     """Return the trace as a DataFrame of strings/numbers with every column present and a `line` column."""
     path = Path(path)
@@ -54,12 +65,13 @@ def read_trace(path: str | os.PathLike) -> pd.DataFrame:
     lines = None
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
-            df = pd.read_parquet(path)
+            df = pd.read_parquet(path).reset_index(drop=True)  # a stored index (pd.concat's repeats) means nothing
             df.attrs["line_unit"] = "row"
             lines = list(range(1, len(df) + 1))
         else:
             lines = _record_lines(path)
             df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False)
+            _check_header(path)
     except TraceError:
         raise
     except ImportError:

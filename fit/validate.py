@@ -41,7 +41,8 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -
     unmeasured = pred["predicted_cycles"].notna() & pred["measured_cycles"].isna()
     pred.loc[unmeasured, "note"] = "no measured_cycles to compare with"
     ok = pred["predicted_cycles"].notna() & pred["measured_cycles"].notna()
-    scored = pred[ok].assign(op=pred["op"].str.upper(), arch=pred["arch"].str.lower())  # tmins is TMINS
+    scored = pred[ok]
+    scored = scored.assign(op=scored["op"].str.upper(), arch=scored["arch"].str.lower())  # tmins is TMINS
     overall = metrics.summary(scored["predicted_cycles"], scored["measured_cycles"])
     overall["rows"] = int(len(pred))
     overall["unmodelled"] = int(len(pred) - len(scored))

@@ -101,6 +101,29 @@ def test_parquet_rows_are_named_rows_counted_from_one(tmp_path):
     assert [p.where for p in problems] == ["row 2"]
 
 
+def test_a_parquet_trace_of_concatenated_frames_validates(tmp_path):
+    # pd.concat without ignore_index stores repeated index labels; validate recombines its per-arch scores by row
+    pytest.importorskip("pyarrow")
+    from fit.validate import validate_frame
+
+    a5 = pd.DataFrame({"arch": "a5", "op": "TADD", "dtype": "f32", "rows": 1, "cols": [64, 640],
+                       "measured_cycles": [55.0, 66.0]})
+    a2a3 = pd.DataFrame({"arch": "a2a3", "op": ["TMINS", "TMINS", "TABS"], "dtype": "f16", "rows": [16, 64, 8000],
+                         "cols": 64, "measured_cycles": [40.0, 55.0, 60.0]})  # TABS 8000x64 overflows: unmodelled
+    pd.concat([a5, a2a3]).to_parquet(tmp_path / "mixed.parquet")
+    trace, problems = check_trace(read_trace(tmp_path / "mixed.parquet"))
+    assert not problems
+    for frame in (trace, trace.set_axis([0, 1, 0, 1, 2])):  # read from the file, or handed over with repeated labels
+        report = validate_frame(frame)
+        assert list(report.predictions["arch"]) == ["a5", "a5", "a2a3", "a2a3", "a2a3"]
+        assert report.overall["unmodelled"] == 1 and report.predictions["predicted_cycles"].notna().sum() == 4
+
+
+def test_a_column_named_twice_in_a_csv_header_is_an_error(tmp_path):
+    with pytest.raises(TraceError, match="column rows appears more than once"):
+        read_trace(write(tmp_path, "a2a3,TMINS,f16,64,64,32\n", header="arch,op,dtype,rows,cols,rows\n"))
+
+
 def test_missing_columns_and_unreadable_files(tmp_path):
     with pytest.raises(TraceError, match="missing column"):
         read_trace(write(tmp_path, "TMINS,f16\n", header="op,dtype\n"))
