@@ -6,7 +6,7 @@ import pandas as pd
 
 from costmodel.errors import PtoCostError
 
-from .traces import LINE, check_trace, normalise_trace, request_kwargs, trace_request
+from .traces import LINE, check_trace, extra_note, normalise_trace, request_kwargs, trace_request
 
 
 def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd.DataFrame:
@@ -36,6 +36,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
         i = pos[row[LINE]]
         try:
             kw = request_kwargs(row)
+            unread = extra_note(row)
         except PtoCostError as exc:
             note[i] = str(exc)
             continue
@@ -52,6 +53,8 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
             except Exception as exc:  # a bulk path never aborts on one row
                 cache[key] = (np.nan, "", "", f"internal error: {type(exc).__name__}: {exc}")
         pred[i], strat[i], used[i], note[i] = cache[key]
+        if unread and pred[i] == pred[i]:
+            note[i] = f"{note[i]}; {unread}" if note[i] else unread
     if progress is not None:
         progress(len(good), len(good))
     for col in ("rows", "cols", "valid_rows", "valid_cols"):  # read as text to be checked; numbers again when all are

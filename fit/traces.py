@@ -318,6 +318,35 @@ _NO_CATALOGUE = {  # measured ops that are not PTO catalogue instructions
 }
 
 
+# the `extra` test parameters the mapping reads (request_kwargs, _transfer_kwargs, _tmov_kwargs), and those of the
+# measured A2/A3 file it does not need (a test tag, the convolution dims of TLOADCONV, a second spelling of the pad)
+EXTRA_READ = ("variant", "isInPlace", "isBinary", *(f"shape{i}" for i in range(5)), "PadVal", "dyn",
+              *(f"{side}{k}" for side in ("src", "dst") for k in ("BL", "SL", "Loc")))
+EXTRA_UNUSED = ("TAG", "gShape0", "gShape1", "gShape2", "padValue", "N", "C1", "H", "W", "L")
+
+
+def extra_note(row: Any) -> str:
+    """Return a note naming the row's `extra` keys the mapping does not read ("" if none); TraceError for a key that
+    looks like one it reads (`binary` for isBinary) or that is an op-parameter column (`src1_valid`), whose value
+    would otherwise be dropped without a word."""
+    import difflib
+
+    unread = []
+    for key in parse_extra(row.get("extra", "")):
+        if key in EXTRA_READ or key in EXTRA_UNUSED:
+            continue
+        if key in param_columns():
+            raise TraceError(f"extra key {key!r} is an op parameter: give it as a column named {key} (extra holds "
+                             "the A2/A3 tests' parameters)")
+        lower = {k.lower(): k for k in EXTRA_READ}
+        near = lower.get(key.lower()) or next((k for k in EXTRA_READ if key.lower() in k.lower() and len(key) > 3),
+                                              None) or next(iter(difflib.get_close_matches(key, EXTRA_READ, 1, 0.8)), None)
+        if near:
+            raise TraceError(f"extra key {key!r} is not read: did you mean {near!r}? (read: {', '.join(EXTRA_READ)})")
+        unread.append(key)
+    return f"extra key{'s' if len(unread) > 1 else ''} not read: {', '.join(unread)}" if unread else ""
+
+
 def trace_request(row: Any, kw: dict[str, Any] | None = None) -> tuple[Any, str]:
     """Return (request, note) of one trace row. A measured row whose operand tiles cannot sit side by side in the
     unified buffer must have run in place: it is modelled with dst overwriting the first source, and the note says
@@ -329,6 +358,7 @@ def trace_request(row: Any, kw: dict[str, Any] | None = None) -> tuple[Any, str]
     from costmodel.operands import make_request
 
     kw = request_kwargs(row) if kw is None else kw
+    extra_note(row)  # a misspelt extra key is an error here too (its note is predict's)
     req = make_request(**kw)
     need, limit = ub_need(req.arch, list(req.tiles)), constants(req.arch).ub_bytes
     measured = cell_text(row.get("measured_cycles", "")) != ""

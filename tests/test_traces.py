@@ -124,6 +124,24 @@ def test_a_column_named_twice_in_a_csv_header_is_an_error(tmp_path):
         read_trace(write(tmp_path, "a2a3,TMINS,f16,64,64,32\n", header="arch,op,dtype,rows,cols,rows\n"))
 
 
+def test_extra_keys_the_mapping_does_not_read_are_named_and_misspelt_ones_refused(tmp_path):
+    p = tmp_path / "cases.csv"
+    p.write_text("arch,op,dtype,rows,cols,extra\n"
+                 "a2a3,TCOLSUM,f16,9,64,isBinary=true\n"
+                 "a2a3,TCOLSUM,f16,9,64,isbinary=true\n"      # a case slip would silently give the linear sum
+                 "a2a3,TSQRT,f32,64,64,inPlace=1\n"           # part of isInPlace
+                 "a5,TPARTMAX,f32,64,64,src1_valid=32x32\n"   # an op parameter belongs in its own column
+                 "a2a3,TMINS,f16,64,64,warmup=10\n"           # the user's own test parameter: kept, named
+                 "a2a3,TMINS,f16,64,64,TAG=t;N=2\n")          # the measured file's unused keys: silent
+    out = predict_frame(read_trace(p))
+    cycles, note, strategy = (out[c].tolist() for c in ("predicted_cycles", "note", "strategy"))
+    assert strategy[0] == "ColBinary" and note[0] == ""
+    assert np.isnan(cycles[1]) and "did you mean 'isBinary'" in note[1]
+    assert np.isnan(cycles[2]) and "did you mean 'isInPlace'" in note[2]
+    assert np.isnan(cycles[3]) and "column named src1_valid" in note[3]
+    assert cycles[4] == cycles[5] and note[4] == "extra key not read: warmup" and note[5] == ""
+
+
 def test_missing_columns_and_unreadable_files(tmp_path):
     with pytest.raises(TraceError, match="missing column"):
         read_trace(write(tmp_path, "TMINS,f16\n", header="op,dtype\n"))
