@@ -626,7 +626,7 @@ def fit_cmd(
     cv_group: Annotated[str, typer.Option("--cv-group", help="What a fold holds out whole: shape (every op at a tile shape) or measurement (one measured case; other ops at its shape stay in).")] = "shape",
     model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all. The formula fit of the public A5 file takes about 30 s; the pipeline fit (pipeline, all) simulates every measured program many times and takes minutes.")] = "formula",
     dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Report only; write nothing.")] = False,
-    pipeline_output: Annotated[str, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (the models read them when PTO_COST_PIPELINE_PARAMS names the file).")] = "data/a5_pipeline_params.csv",
+    pipeline_output: Annotated[str | None, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (the models read them when PTO_COST_PIPELINE_PARAMS names the file). [default: data/a5_pipeline_params.csv]")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Fit model parameters to measured traces: per group n, parameters ± standard error, cross-validated MAPE."""
@@ -641,6 +641,9 @@ def fit_cmd(
 
     model = choice(model, ("formula", "pipeline", "all"), "--model")
     cv_group = choice(cv_group, CV_GROUPINGS, "--cv-group")
+    if pipeline_output is not None and model == "formula":
+        raise PtoCostError("--pipeline-output needs --model pipeline or all (the formula fit writes only -o)")
+    pipeline_output = pipeline_output or "data/a5_pipeline_params.csv"
     if not dry_run:  # before a fit of up to a minute: where it will write must take the result
         from fit.params_io import check_params_path
 
