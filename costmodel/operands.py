@@ -122,6 +122,10 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     arch = check_arch(arch)
     dt = as_dtype(dtype)
     dst_dt = as_dtype(dst_dtype) if dst_dtype else None
+    if inst.family == "data_movement" and dst_dt is not None and dst_dt != dt:
+        from .operands_move import check_same_type
+
+        check_same_type(inst, arch, dt, dst_dt)
     inst.check_dtype(arch, dt, dst_dt)
     params = {k: v for k, v in params.items() if v is not None}
     _check_param_names(params)

@@ -74,11 +74,21 @@ def _transfer_tiles(inst: Instruction, dt: DType, shape: Any, valid: Any, sv: bo
     return tile, _gm_tile(dt, dims), params
 
 
+def check_same_type(inst: Instruction, arch: str, dt: DType, dst_dt: DType) -> None:
+    """Raise ParamError for a converting data movement: the modelled paths move a Vec tile, which keeps its element
+    type (isa.md §3: TLOAD/TSTORE need sizeof tile T == sizeof GM T; TMOV Vec->Vec copies), while the catalogue's
+    conversions are paths of Acc and Mat tiles, not modelled."""
+    where = {"TLOAD": "from GM into a Vec tile", "TSTORE": "from a Vec tile to GM"}.get(inst.name, "between Vec tiles")
+    pairs = [t for t in inst.dtypes_on(arch) if ">" in t and t.partition(">")[0] != t.partition(">")[2]] if arch else []
+    acc = f"; its conversions ({' '.join(pairs)}) are Acc/Mat-tile paths, not modelled" if pairs else ""
+    raise ParamError(f"{inst.name} {where} keeps the element type{acc}; got {dt}->{dst_dt}")
+
+
 def data_movement_tiles(inst: Instruction, dt: DType, dst_dt: DType | None, shape: Any, valid: Any, sv: bool,
                         params: dict):
     """Return ([dst, src], params) for TLOAD (dst UB tile, src GM), TSTORE (dst GM, src UB tile) or TMOV."""
     if dst_dt is not None and dst_dt != dt:
-        raise ParamError(f"{inst.name} between Vec tiles keeps the element type; got {dt}->{dst_dt}")
+        check_same_type(inst, "", dt, dst_dt)
     if inst.name == "TLOAD":
         tile, gm, params = _transfer_tiles(inst, dt, shape, valid, sv, params)
         params["pad"] = pad_name(params.get("pad"))
