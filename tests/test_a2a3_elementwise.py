@@ -294,3 +294,13 @@ def test_every_intrinsic_kind_in_the_table_has_an_executor():
     kinds = {kind for kind, _ in emu.intrinsic_table().values()}
     assert {"unary", "binary", "convert", "compare", "select", "brcb", "block_reduce", "whole_reduce"} <= kinds
     assert kinds <= set(emu.KIND_HANDLERS)
+
+
+def test_an_in_place_estimate_says_in_place_is_not_priced_differently():
+    from costmodel import api
+
+    out_of_place = api.estimate("TSQRT", (64, 64), "f32")
+    in_place = api.estimate("TSQRT", (64, 64), "f32", in_place=True)
+    assert in_place.cycles == out_of_place.cycles  # the same intrinsics
+    assert any("in place is priced like the out-of-place plan" in n for n in in_place.notes)
+    assert not any("in place" in n for n in out_of_place.notes)
