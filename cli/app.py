@@ -298,7 +298,7 @@ def ops(
              **{f"{a}_dtypes": list(i.dtypes_on(a)) for a in archs},
              **{f"{a}_modelled": bool(covered[a, i.name]) for a in archs},
              **{f"{a}_modelled_dtypes": list(covered[a, i.name]) for a in archs},
-             **({"a5_priced_by": priced[i.name]} if i.name in priced else {})} for i in rows]})
+             **({"a5_priced_by": priced.get(i.name)} if "a5" in archs else {})} for i in rows]})
         return
     from rich.table import Table
 
