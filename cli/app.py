@@ -624,7 +624,7 @@ def fit_cmd(
     output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write: fitted rows merged into the file, or into the table in use when it does not exist yet (the models read it when PTO_COST_PARAMS names the file).")] = "data/formula_params.csv",
     cv: Annotated[int, typer.Option("--cv", min=2, help="Folds of the cross-validation (form choice and reported CV error); fewer folds train on fewer shapes, so the error rises (A2/A3: 19.4 % MAPE with 3 folds against 7.4 % with 5); at most one fold per shape (or case).")] = 5,
     cv_group: Annotated[str, typer.Option("--cv-group", help="What a fold holds out whole: shape (every op at a tile shape) or measurement (one measured case; other ops at its shape stay in).")] = "shape",
-    model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all. The formula fit of the public A5 file takes about 30 s; the pipeline fit (pipeline, all) simulates every measured program many times and takes minutes.")] = "formula",
+    model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all. The formula fit of the public A5 file takes about 30 s on an idle 2-core machine (longer while other work runs); the pipeline fit (pipeline, all) simulates every measured program many times and takes minutes.")] = "formula",
     dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Report only; write nothing.")] = False,
     pipeline_output: Annotated[str | None, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (the models read them when PTO_COST_PIPELINE_PARAMS names the file). [default: data/a5_pipeline_params.csv]")] = None,
     json_out: JsonOpt = False,
