@@ -105,3 +105,14 @@ def test_post_update_rows_with_a_tail_never_get_cheaper_as_columns_grow(op):
     frame = pd.DataFrame({"op": op, "dtype": "f16", "arch": "a5", "rows": 17, "cols": cols,
                           "strategy": "2d-post-update"})
     assert np.allclose(sweep(frame)["cycles"].to_numpy(), got)
+
+
+def test_a_conversion_priced_by_its_family_says_when_it_walks_chunks_of_another_size():
+    # costmodel.md §3 step 3: f32 -> fp8/hif8 take 128 elements an iteration in 2D, u32 -> u8 its source's 64; the
+    # family's per-chunk costs (those of packing stores among them) then apply to chunks half the size
+    def notes(src, dst):
+        return " ".join(api.estimate("TCVT", (10, 192), src, "a5", valid=(10, 128), dst_dtype=dst, model="formula",
+                                     verify=False).notes)
+
+    assert "walk 128-element chunks in 2d, this u32->u8 program 64-element ones" in notes("u32", "u8")
+    assert "element chunks" not in notes("f32", "hif8")  # a measured pair

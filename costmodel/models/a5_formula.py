@@ -39,6 +39,7 @@ import numpy as np
 
 from ..dtypes import all_dtypes
 from ..errors import NotModelledError
+from ..isa_a5 import VfProgram
 from ..lower.a5.dispatch import select_variant
 from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..plan import Plan
@@ -174,6 +175,26 @@ def held_out_error(table: ParamTable, key: dict[str, str]) -> tuple[float, int] 
     return row.cv_mape, row.n_obs
 
 
+def _other_chunk_size(table: ParamTable, key: dict[str, str], plan: Plan) -> str:
+    """Return a note when a conversion priced by its family walks chunks of another size than every measured pair
+    of the family (costmodel.md §3 step 3 sets the elements per iteration per type pair), else ""."""
+    from ..lower.a5.table import convert_rows
+
+    fam, dim = family_of(key), key["strategy"][:2]
+    pairs = sorted({(r.dtype, r.dst_dtype) for r in table.rows
+                    if r.arch == "a5" and r.scope == "op" and r.name == "TCVT" and r.term == "p1"
+                    and family_of({"name": "TCVT", "dtype": r.dtype, "dst_dtype": r.dst_dtype}) == fam})
+    recipes = convert_rows()
+    sizes = {getattr(recipes[p], f"epr_{dim}") for p in pairs if p in recipes}
+    epr = next((p.epr for p in plan.body if isinstance(p, VfProgram)), None)
+    if not sizes or epr is None or epr in sizes:
+        return ""
+    names = ", ".join(f"{a}->{b}" for a, b in pairs)
+    return (f"the measured {fam} pairs ({names}) walk {'/'.join(map(str, sorted(sizes)))}-element chunks in {dim}, "
+            f"this {key['dtype']}->{key['dst_dtype']} program {epr}-element ones (costmodel.md §3 step 3): their "
+            "per-chunk and per-row costs are carried over to chunks of another size")
+
+
 def _beyond_extent(table: ParamTable, key: dict[str, str], sig: str, t) -> str:
     """Return a note when the plan runs more chunks, or more rows, than any measured row of its key (the extent the
     fit recorded), else ""."""
@@ -288,10 +309,10 @@ class A5FormulaModel:
                                       "measured)",
                             "body": f"{key['name']} was not measured: priced by the formula of the measured ops "
                                     f"whose chunks do the same work (body {sig})"}[src]
-        if src == "key":
-            beyond = _beyond_extent(table, key, sig, t)
-            if beyond:
-                self.source_note = f"{self.source_note}; {beyond}" if self.source_note else beyond
+        extra = (_beyond_extent(table, key, sig, t) if src == "key" else
+                 _other_chunk_size(table, key, plan) if src == "family" and key["name"] == "TCVT" else "")
+        if extra:
+            self.source_note = f"{self.source_note}; {extra}" if self.source_note else extra
         f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim, t.flat).items()}
         D, P = bounds(p, d, f)
         A = float(address_bound(d, f))
