@@ -403,9 +403,11 @@ def validate(
 
         save_figure(validation_figure(rep.predictions, title=f"{measured} — model {model}"), plot)
     if json_out:
-        render.emit_json({"file": measured, "model": model, **rep.to_dict()})
+        render.emit_json({"file": measured, "model": model, **rep.to_dict(), **({"plot": plot} if plot else {})})
     else:
         render.validation_text(rep, measured)
+        if plot:
+            render.console().print(f"wrote {plot}: predicted against measured, and residuals", highlight=False)
 
 
 @app.command(cls=_Command)

@@ -48,7 +48,9 @@ def test_validate_command_json_plot_and_exit_codes(tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["overall"]["n"] == 5 and doc["overall"]["worst_ape"] == pytest.approx(3 / 1.03, rel=1e-3)
-    assert (tmp_path / "v.png").stat().st_size > 0
+    assert (tmp_path / "v.png").stat().st_size > 0 and doc["plot"] == str(tmp_path / "v.png")
+    r = run("validate", str(tmp_path / "m.csv"), "--plot", str(tmp_path / "w.svg"))
+    assert r.returncode == 0 and f"wrote {tmp_path / 'w.svg'}" in " ".join(r.stdout.split())
     CASES.to_csv(tmp_path / "cases.csv", index=False)
     r = run("validate", str(tmp_path / "cases.csv"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "measured_cycles" in r.stderr
