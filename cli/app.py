@@ -156,13 +156,14 @@ def compare(
         tables.append((a, ests))
     if across and all(isinstance(t, str) for _, t in tables):
         raise PtoCostError("; ".join(f"{a}: {t}" for a, t in tables))
+    for a, ests in tables:  # an arch that could not be compared is named on stderr, the others still shown
+        if isinstance(ests, str):
+            render.console(stderr=True).print(f"[yellow]{render.plain(f'warning: {op} on {a}: {ests}')}[/]")
     if json_out:
         render.emit_json(docs[0] if not across else {"op": op, "across": docs})
         return
     for a, ests in tables:
-        if isinstance(ests, str):
-            render.console().print(f"[yellow]{render.plain(f'{op} on {a}: {ests}')}[/]")
-        else:
+        if not isinstance(ests, str):
             render.compare_text(ests)
 
 

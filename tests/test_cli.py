@@ -414,6 +414,9 @@ def test_compare_across_arches_lists_both():
     r = run("compare", "TMINS", "--shape", "64x64", "--dtype", "u8", "--across", "a2a3,a5", "--json")
     doc = json.loads(r.stdout)
     assert "error" in doc["across"][0] and "strategies" in doc["across"][1]
+    assert "warning: TMINS on a2a3" in r.stderr  # named where a script sees it, not mixed into the table
+    r = run("compare", "TMINS", "--shape", "64x64", "--dtype", "u8", "--across", "a2a3,a5", "--no-verify")
+    assert r.returncode == 0 and "warning: TMINS on a2a3" in r.stderr and "on a2a3" not in r.stdout
 
 
 def test_breakdown_text_never_prints_minus_zero_or_empty_parts():
