@@ -9,7 +9,8 @@ import pandas as pd
 
 from costmodel.errors import TraceError
 
-from .traces import LINE, Problem, check_trace, conflicting_duplicates, lacks_measured, measured_keys, read_trace
+from .traces import (LINE, Problem, check_trace, conflicting_duplicates, cv_groups, lacks_measured, measured_keys,
+                     read_trace)
 
 
 @dataclass
@@ -38,6 +39,15 @@ def outliers(frame: pd.DataFrame, predicted: np.ndarray, *, floor: float = 5.0) 
     out["predicted"] = np.round(np.asarray(predicted, float)[bad], 1)
     out["error_pct"] = np.round(err[bad], 1)
     return out.sort_values("error_pct", key=np.abs, ascending=False)
+
+
+def _accuracy_label(rows: pd.DataFrame, k: int, group_by: str) -> str:
+    """Return how the fit's error was cross-validated: the folds it used (at most one per group, so fewer than
+    --cv asks where the rows hold fewer groups) and the grouping."""
+    groups = len(set(cv_groups(rows, group_by)))
+    used = min(k, groups)
+    fewer = f"; --cv {k} asked, the rows hold {groups} group{'s' if groups != 1 else ''}" if used < k else ""
+    return f"cross-validated ({used}-fold, grouped by {group_by}{fewer})"
 
 
 def _a5_choice(fit, ops: list[str]) -> str:
@@ -103,7 +113,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         run.sections.append({"arch": "a2a3", "model": "formula", "selection": fit.selection,
                              "choice": f"shrink {fit.shrink}, dtype effects {fit.dtypes}", "report": fit.report,
                              "cv": summary(fit.cv_predictions, y), "fitted_rows": len(y), "notes": notes,
-                             "accuracy": f"cross-validated (grouped by {group_by})",
+                             "accuracy": _accuracy_label(a2, k, group_by),
                              "outliers": outliers(a2, fit.insample)})
     if "a5" in arches and model in ("formula", "all"):
         from .a5_formula_fit import fit_a5_formula
@@ -116,7 +126,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "choice": _a5_choice(fit, sorted(set(a5["op"].str.upper()))), "report": _a5_report(fit.report),
                              "value_label": "p1 (per chunk)",
                              "cv": summary(fit.cv_predictions, y), "fitted_rows": len(y), "notes": notes,
-                             "accuracy": f"cross-validated (grouped by {group_by})",
+                             "accuracy": _accuracy_label(a5, k, group_by),
                              "outliers": outliers(a5, fit.insample)})
     if "a5" in arches and model in ("pipeline", "all"):
         from .pipeline_fit import build_cases, fit_pipeline, predict_rows

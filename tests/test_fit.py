@@ -819,3 +819,12 @@ def test_a5_fit_records_the_measured_extent_and_estimates_beyond_it_say_so(tmp_p
 
     assert "beyond the measured TADD f32 rows (up to 15 chunks)" in notes("1x1280")
     assert "beyond" not in notes("1x640")
+
+
+def test_the_fit_report_names_the_folds_it_used():
+    from fit.run import _accuracy_label
+
+    rows = pd.DataFrame({"rows": [1, 1, 2, 3, 3], "cols": [64, 64, 64, 64, 128]})  # 4 tile shapes
+    assert _accuracy_label(rows, 2, "shape") == "cross-validated (2-fold, grouped by shape)"
+    assert _accuracy_label(rows, 100, "shape") == ("cross-validated (4-fold, grouped by shape; --cv 100 asked, the rows "
+                                                   "hold 4 groups)")
