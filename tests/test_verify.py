@@ -201,3 +201,18 @@ def test_a_long_f16_column_sum_by_the_pairwise_tree_is_a_known_divergence():
     want = golden("TCOLSUM", inputs["src"])[0].astype(np.float64)
     assert np.abs(got - exact).mean() < np.abs(want - exact).mean()
     assert verify(lower.lower(make_request("TCOLSUM", (1024, 16), "f16")), seed=0).ok  # the row-by-row form matches
+
+
+def test_signalling_nans_outside_the_valid_region_raise_no_floating_point_warning():
+    # the tile's bytes outside the valid region are random: as f32 some are signalling NaNs, whose cast to f64 sets
+    # the invalid flag; the comparison must not turn that into a RuntimeWarning on the user's terminal
+    import warnings
+
+    from costmodel.emulate.verify import compare
+
+    snan = np.array([0x7F800001, 0x3F800000], dtype=np.uint32).view(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="warn"):
+            assert compare(snan, np.array([1.0, 1.0], dtype=np.float32), 1e-3).tolist() == [True, False]
+            assert compare(snan, np.array([1.0, 1.0], dtype=np.float32), 0.0).tolist() == [True, False]
