@@ -268,7 +268,9 @@ def _parse_mask(text: Any, lanes: int) -> tuple[int, int]:
         except ParamError:
             raise ParamError(f"malformed mask {s!r}: expected N (first N lanes) or HI:LO bit form") from None
     if not 1 <= n <= lanes:
-        raise ParamError(f"continuous mask {n} is out of range: 1..{lanes} lanes for this dtype")
+        bits = f"; a bit mask is written HI:LO (e.g. 0:{s})" if s.lower().startswith("0x") else ""
+        raise ParamError(f"continuous mask {s} (the first {n} lanes) is out of range: 1..{lanes} lanes for this dtype"
+                         f"{bits}")
     return continuous_mask(n)
 
 

@@ -154,6 +154,7 @@ def test_bad_trace_files_are_one_line_exit_2(tmp_path):
     (["estimate", "TEXP", "--shape", "16x128", "--dtype", "f32", "--arch", "a5", "--scalar", "3"], "scalar applies to"),
     (["estimate", "TCVT", "--shape", "8x256", "--dtype", "f16", "--dst-dtype", "f16"], "does not convert f16 to f16"),
     (["estimate", "BlockReduceMin", "--dtype", "f16", "--mask", "0:0"], "enables no lane"),
+    (["estimate", "BlockReduceSum", "--dtype", "f32", "--mask", "0x5555"], "a bit mask is written HI:LO (e.g. 0:0x5555)"),
     (["compare", "TMINS", "--shape", "64x64", "--across", "a9"], "unknown arch 'a9'"),
     (["compare", "TMINS", "--shape", "64x64", "--across", ","], "--across needs arch names"),
     (["compare", "TMINS", "--shape", "64x64", "--across", "a5", "--arch", "a2a3"], "either --arch or --across"),
