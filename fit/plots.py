@@ -27,10 +27,10 @@ RESIDUAL_LABELS = 12  # residual points outside ±5 % named by their op, worst f
 
 
 def _style(i: int) -> dict:
-    """Colour and marker of the i-th scatter series: tab10's ten colours × MARKERS, no pair repeated."""
+    """Colour and marker of the i-th scatter series: tab20's twenty colours × MARKERS, no pair repeated."""
     import matplotlib
 
-    return {"color": matplotlib.colormaps["tab10"](i % 10), "marker": MARKERS[(i // 10 + i) % len(MARKERS)]}
+    return {"color": matplotlib.colormaps["tab20"](i % 20), "marker": MARKERS[(i // 20 + i) % len(MARKERS)]}
 
 
 def validation_figure(df: pd.DataFrame, title: str = ""):
@@ -50,8 +50,21 @@ def validation_figure(df: pd.DataFrame, title: str = ""):
         style = _style(i)
         ax1.scatter(g["measured_cycles"], g["predicted_cycles"], s=16, label=name, **style)
         ax2.scatter(g["measured_cycles"], g["err"], s=16, **style)
-    for r in ok[ok["err"].abs() > 5].assign(a=lambda d: d["err"].abs()).nlargest(RESIDUAL_LABELS, "a").itertuples():
-        ax2.annotate(f" {r.series} {r.dtype}", (r.measured_cycles, r.err), fontsize=7, color="dimgrey", va="center")
+    worst = ok[ok["err"].abs() > 5].assign(a=lambda d: d["err"].abs(), at=lambda d: d["err"].round(1),
+                                           label=lambda d: d["series"] + " " + d["dtype"].astype(str))
+    # rows on the same point (TCVT fp8_e4m3 and fp8_e5m2 measure and predict alike) share one label
+    spots = worst.groupby(["measured_cycles", "at"], sort=False).agg(
+        a=("a", "max"), err=("err", "first"), label=("label", lambda v: " / ".join(dict.fromkeys(v))))
+    span = float(ok["err"].max() - ok["err"].min()) if len(ok) else 1.0
+    placed: list[tuple[float, float]] = []  # (log10 x, text y) of the labels drawn: nearby ones are pushed apart
+    for (measured, _), r in spots.nlargest(RESIDUAL_LABELS, "a").sort_values("err").iterrows():
+        y = float(r["err"])
+        for px, py in sorted(placed, key=lambda p: -p[1]):
+            if abs(np.log10(measured) - px) < 0.3 and abs(y - py) < 0.04 * span:
+                y = py + 0.04 * span
+        placed.append((float(np.log10(measured)), y))
+        ax2.annotate(f" {r['label']}", (measured, r["err"]), xytext=(measured, y), fontsize=7, color="dimgrey",
+                     va="center", arrowprops=None if y == r["err"] else {"arrowstyle": "-", "color": "lightgrey", "lw": 0.6})
     if len(ok):
         lo = float(min(ok["measured_cycles"].min(), ok["predicted_cycles"].min())) * 0.8
         hi = float(max(ok["measured_cycles"].max(), ok["predicted_cycles"].max())) * 1.25
