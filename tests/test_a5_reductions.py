@@ -42,6 +42,16 @@ def _inputs(plan, rng) -> dict[str, np.ndarray]:
     return out
 
 
+def _emulated(req, seed: int, **golden_kw):
+    """Lower and emulate `req` on seeded inputs: (plan, dst buffer, UB before, UB after, dst as run, the golden)."""
+    plan = lower.lower(req)
+    inputs = _inputs(plan, np.random.default_rng(seed))
+    before, after = emu.run(plan, inputs, seed)
+    dst = plan.buffer("dst")
+    want = golden(req.op, inputs["src"], valid=req.tile("src").valid, out=before.tile(dst.offset, dst.tile), **golden_kw)
+    return plan, dst, before, after, after.tile(dst.offset, dst.tile), want
+
+
 @st.composite
 def col_requests(draw):
     op = draw(st.sampled_from(COL_OPS))
@@ -59,13 +69,7 @@ def col_requests(draw):
 @SETTINGS
 @given(req=col_requests(), seed=st.integers(0, 2**16))
 def test_column_reductions_match_the_golden_and_write_only_the_dst_valid_region(req, seed):
-    rng = np.random.default_rng(seed)
-    plan = lower.lower(req)
-    inputs = _inputs(plan, rng)
-    before, after = emu.run(plan, inputs, seed)
-    dst = plan.buffer("dst")
-    got = after.tile(dst.offset, dst.tile)
-    want = golden(req.op, inputs["src"], valid=req.tile("src").valid, out=before.tile(dst.offset, dst.tile))
+    plan, dst, before, after, got, want = _emulated(req, seed)
     # the fold runs the rows in the CPU reference's order in the dst type, so even float sums agree bit for bit
     assert got.tobytes() == want.tobytes(), (req.describe(), got[0, :8], want[0, :8])
     # only dst[0, :vc] may change anywhere in the unified buffer (stores of inactive lanes issue no request)
@@ -194,14 +198,7 @@ def row_requests(draw):
 @SETTINGS
 @given(req=row_requests(), seed=st.integers(0, 2**16))
 def test_row_reductions_match_the_golden_and_write_one_element_per_valid_row(req, seed):
-    rng = np.random.default_rng(seed)
-    plan = lower.lower(req)
-    inputs = _inputs(plan, rng)
-    before, after = emu.run(plan, inputs, seed)
-    dst = plan.buffer("dst")
-    got = after.tile(dst.offset, dst.tile)
-    want = golden(req.op, inputs["src"], valid=req.tile("src").valid, dst_cols=req.dst.cols,
-                  out=before.tile(dst.offset, dst.tile))
+    plan, dst, before, after, got, want = _emulated(req, seed, dst_cols=req.dst.cols)
     if req.op == "TROWSUM" and req.dtype.is_float:
         # lanes add in another order than the CPU's left-to-right float sum: isa.md §4.3 / §8 tolerance
         eps = {4: 1e-3, 2: 5e-3}[req.dtype.bits // 8]
