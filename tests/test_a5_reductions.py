@@ -227,7 +227,11 @@ def test_row_program_folds_chunks_then_reduces_the_register_once_per_row():
     (rows,) = [i for i in prog.body if isinstance(i, Loop)]
     assert (rows.role, rows.trip) == ("rows", 6)
     ops = [i.role if isinstance(i, Loop) else i.op for i in rows.body]
-    assert ops == ["vlds", "chunks", "vlds", "vadd", "vsel", "vcadd", "vsts"]  # chunk 0, chunk 1, the 22-lane tail
+    # the elementwise 2D no-post-update nest: the counter reset per row, the accumulator set to the identity, one
+    # chunk loop of ceil(150/64) = 3 trips whose last (22 lanes) runs the same body, then the register reduced
+    assert ops == ["smov", "vmov", "chunks", "vcadd", "vsts"]
+    (chunks,) = [i for i in rows.body if isinstance(i, Loop)]
+    assert chunks.trip == 3 and [i.op for i in chunks.body] == ["plt_b32", "vlds", "vsel", "vadd"]
     (store,) = [i for i in rows.body if getattr(i, "op", "") == "vsts"]
     assert store.pred == "p1"  # the one-lane predicate
     with pytest.raises(NotModelledError, match="product"):
@@ -240,3 +244,13 @@ def test_a_wrong_in_register_reduction_is_caught():
     assert verify(plan, seed=0).ok
     wrong = _mutate(plan, lambda i: replace(i, op="vcmin") if isinstance(i, VOp) and i.op == "vcmax" else i)
     assert not verify(wrong, seed=0).ok
+
+
+@pytest.mark.parametrize("op", ["TCOLMAX", "TROWSUM"])
+def test_a_large_source_is_still_anchored_and_cycles_grow_with_rows(op):
+    # a 576-column f32 source of 57 rows (131 KB) leaves no room for a binary anchor's three tiles: the anchors take
+    # the rows that fit and their correction is scaled to the source's rows, instead of vanishing past a size
+    got = [costmodel.estimate(op, (r, 576), "f32", "a5", verify=False) for r in (40, 50, 56, 57, 60, 80)]
+    assert all(e.model == "anchored" for e in got), [e.model for e in got]
+    cycles = [e.cycles for e in got]
+    assert all(b > a for a, b in zip(cycles, cycles[1:])), cycles

@@ -52,19 +52,36 @@ def anchor_tile(req: Request):
     return req.tile("src") if req.family in REDUCE_FAMILIES else req.dst
 
 
-def anchor_request(op: str, req: Request, strategy: str) -> Request:
-    """Return the request of anchor `op` on `req`'s tiles (`anchor_tile`: shape and valid region), source dtype,
-    static or dynamic valid shape, in loop form `strategy` (raises PtoCostError where `op` cannot take them)."""
+def anchor_rows(req: Request) -> int:
+    """Return the rows of `anchor_tile` the anchors take: all of them, except for a reduction whose source is too
+    large for three tiles of it (a binary anchor's) to sit side by side in the unified buffer — then as many rows as
+    fit, and the correction is scaled to the valid rows (`correction`), so it does not vanish past a tile size."""
+    t = anchor_tile(req)
+    if req.family not in REDUCE_FAMILIES:
+        return t.rows
+    from ..arch import constants
+
+    row_bytes = t.row_stride * t.dtype.bits // 8
+    return max(1, min(t.rows, constants("a5").ub_bytes // (3 * row_bytes + 96)))  # 96: three tiles' alignment
+
+
+def anchor_request(op: str, req: Request, strategy: str, rows: int | None = None) -> Request:
+    """Return the request of anchor `op` on `req`'s tiles (`anchor_tile`: shape and valid region; its first `rows`
+    rows if given), source dtype, static or dynamic valid shape, in loop form `strategy` (raises PtoCostError where
+    `op` cannot take them)."""
     from ..operands import make_request
 
     t = anchor_tile(req)
-    return make_request(op, (t.rows, t.cols), req.dtype.name, arch="a5", valid=(t.valid_rows, t.valid_cols),
+    r = t.rows if rows is None else rows
+    return make_request(op, (r, t.cols), req.dtype.name, arch="a5", valid=(min(t.valid_rows, r), t.valid_cols),
                         static_valid=t.static_valid, strategy=strategy)
 
 
-def anchor_plans(req: Request, strategy: str, table: ParamTable) -> list[tuple[Request, Plan, tuple]]:
+def anchor_plans(req: Request, strategy: str, table: ParamTable, rows: int | None = None
+                 ) -> list[tuple[Request, Plan, tuple]]:
     """Return (request, plan, (P, D) formula coefficients) of every anchor of `req` in loop form `strategy`: the
-    measured ops that take `req`'s tiles there and whose own formula key in `table` prices them."""
+    measured ops that take `req`'s tiles (their first `rows` rows) there and whose own formula key in `table` prices
+    them."""
     from .. import lower
     from .a5_features import body_signature
     from .a5_formula import key_of, lookup
@@ -74,7 +91,7 @@ def anchor_plans(req: Request, strategy: str, table: ParamTable) -> list[tuple[R
         if op == req.op:
             continue
         try:
-            a = anchor_request(op, req, strategy)
+            a = anchor_request(op, req, strategy, rows)
             p = lower.lower(a, strategy)
         except PtoCostError:
             continue
@@ -107,10 +124,13 @@ class AnchoredPipeline:
         hit = self._corrections.get(self._key(plan.request, plan.strategy))
         if hit is None:
             diffs, names = [], []
-            for a, p, _ in anchor_plans(plan.request, plan.strategy, self.table):
+            rows = anchor_rows(plan.request)
+            for a, p, _ in anchor_plans(plan.request, plan.strategy, self.table, rows):
                 diffs.append(self.formula.cost(p)[0] - self.pipeline.cycles(p))
                 names.append(a.op)
-            hit = (sum(diffs) / len(diffs), tuple(names)) if diffs else (0.0, ())
+            valid = anchor_tile(plan.request).valid_rows
+            scale = valid / min(valid, rows) if valid else 1.0  # the anchors took fewer rows than the source has
+            hit = (scale * sum(diffs) / len(diffs), tuple(names)) if diffs else (0.0, ())
             self.remember(plan.request, plan.strategy, hit)
         return hit
 

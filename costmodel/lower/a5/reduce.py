@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...catalog import instruction
 from ...errors import NotModelledError, ShapeError
-from ...isa_a5 import Addr, Affine, Loop, Plt, SetScalar, Vlds, VOp, VSel, Vsts
+from ...isa_a5 import Addr, Affine, Loop, Plt, Pset, SetScalar, Vlds, VOp, VSel, Vsts
 from ...request import Request
 from .forms import _check_trip
 from .program import Regs, vf_ops
@@ -88,25 +90,39 @@ def col_reduce_program(req: Request, accumulate, lane: int, pred_bits: int) -> t
     return epr, (*prologue, Loop("j", chunks, tuple(chunk), "chunks"))
 
 
+def _identity(kernel: str, dt) -> int | float:
+    """Return the value `kernel` (max, min, add) leaves any lane unchanged with, in element type `dt`."""
+    if kernel == "add":
+        return 0
+    if dt.is_float:
+        return -math.inf if kernel == "max" else math.inf
+    info = np.iinfo(dt.np)
+    return int(info.min if kernel == "max" else info.max)
+
+
 def row_reduce_program(req: Request, accumulate, reduce_op: str, lane: int, pred_bits: int) -> tuple[int, tuple]:
     """Return (elements per chunk, the VF instruction tree) of a row reduction (TROWMAX / TROWMIN / TROWSUM).
 
-    Per valid row: the row's first chunk is loaded into the accumulator, its other full chunks are folded in lane by
-    lane (`accumulate`, as for the column reductions), a tail chunk under its own predicate through a select that
-    keeps the accumulator's lanes past the tail (compute ops zero inactive lanes, isa.md §7.2), then one in-register
-    reduction (`reduce_op`: vcmax / vcmin / vcadd, costmodel.md §8; its lane order is inferred) over the first
-    chunk's lanes leaves the row's value in lane 0, stored at dst[r, 0] under a one-lane predicate. The predicates
-    are row-invariant and made once (inferred)::
+    The loop nest is the elementwise 2D no-post-update one (costmodel.md §7: rows x ceil(vc/epr) chunks, the
+    predicate counter reset to vc each row and lowered by each chunk's plt), so a tail chunk runs the same body as a
+    whole one and the cost grows with the chunk count. Per row the accumulator starts as the op's identity; each
+    chunk is loaded, its lanes past the valid columns are replaced by the identity (a select on the loaded chunk:
+    compute ops zero their inactive lanes, isa.md §7.2, so a predicated fold would lose the accumulator's lanes, and
+    the select stays off the accumulator's chain) and folded in lane by lane (`accumulate`, as for the column
+    reductions); then one in-register reduction (`reduce_op`: vcmax / vcmin / vcadd, costmodel.md §8; its lane order
+    is inferred) over the register leaves the row's value in lane 0, stored at dst[r, 0] under a one-lane predicate
+    (inferred)::
 
-        p0 = plt(min(vc, epr)); pt = plt(vc mod epr); p1 = plt(1)
+        v4 = vdup(identity of the op); pf = pset(ALL); p1 = plt(1)
         loop r in 0..vr {                        ; rows
-          vlds v0, src[r*rowStride]
-          loop j in 0..floor(vc/epr)-1 {         ; chunks 1.. (full)
-            vlds v1, src[r*rowStride + (j+1)*epr]
-            vop  v0, v0, v1, p0
+          s_n = vc; v0 = vmov(v4)
+          loop j in 0..ceil(vc/epr) {            ; chunks
+            p0 = plt(s_n)
+            vlds v1, src[r*rowStride + j*epr]
+            vsel v2, v1, v4, p0
+            vop  v0, v0, v2
           }
-          [vlds v1, src[r*rowStride + floor(vc/epr)*epr]; vop v2, v0, v1, pt; vsel v0, v2, v0, pt]   ; tail
-          vcop v3, v0, p0
+          vcop v3, v0, pf
           vsts v3, dst[r*dstRowStride], p1
         }
     """
@@ -117,21 +133,18 @@ def row_reduce_program(req: Request, accumulate, reduce_op: str, lane: int, pred
                          f"{dst.rows}x{dst.cols} valid {dst.valid_rows}x{dst.valid_cols}")
     epr = 2048 // lane
     dt, rs, units = src.dtype, src.row_stride, lane // pred_bits
-    full, tail = divmod(vc, epr)
-    regs = Regs({"x0": "v0", "x1": "v1", "y": "v0"})
-    head, fold = accumulate(regs, "p0")
+    kernel = instruction(req.op).kernel
+    regs = Regs({"x0": "v0", "x1": "v2", "y": "v0"})
+    head, fold = accumulate(regs, "pf")
     prologue = [*regs.set_scalars, *head,
-                SetScalar("s_n", min(vc, epr) * units, note="the first chunk's lanes"), Plt("p0", "s_n", pred_bits),
+                SetScalar("s_id", _identity(kernel, dt), dt.name, note=f"the {kernel} identity"),
+                VOp("vdup", dt.name, "v4", (), None, "s_id"), Pset("pf", pred_bits),
                 SetScalar("s_one", units, note="one lane: the row's result"), Plt("p1", "s_one", pred_bits)]
-    row: list = [Vlds("v0", Addr("src", dt.bits, Affine(0, (("r", rs),))), dt.name, "NORM")]
-    if full > 1:
-        rest = (Vlds("v1", Addr("src", dt.bits, Affine(epr, (("r", rs), ("j", epr)))), dt.name, "NORM"), *fold)
-        row.append(Loop("j", _check_trip(full - 1, "chunk"), rest, "chunks"))
-    if tail and full:
-        prologue += [SetScalar("s_t", tail * units, note="tail chunk lanes"), Plt("pt", "s_t", pred_bits)]
-        tail_regs = Regs({"x0": "v0", "x1": "v1", "y": "v2"})
-        row += [Vlds("v1", Addr("src", dt.bits, Affine(full * epr, (("r", rs),))), dt.name, "NORM"),
-                *accumulate(tail_regs, "pt")[1], VSel(dt.name, "v0", "v2", "v0", "pt")]
-    row += [VOp(reduce_op, dt.name, "v3", ("v0",), "p0"),
-            Vsts("v3", Addr("dst", dst.dtype.bits, Affine(0, (("r", dst.row_stride),))), dt.name, f"NORM_B{lane}", "p1")]
+    chunk = (Plt("p0", "s_n", pred_bits),
+             Vlds("v1", Addr("src", dt.bits, Affine(0, (("r", rs), ("j", epr)))), dt.name, "NORM"),
+             VSel(dt.name, "v2", "v1", "v4", "p0"), *fold)
+    row = [SetScalar("s_n", vc * units, note="per-row predicate counter"), VOp("vmov", dt.name, "v0", ("v4",)),
+           Loop("j", _check_trip(math.ceil(vc / epr), "chunk"), chunk, "chunks"),
+           VOp(reduce_op, dt.name, "v3", ("v0",), "pf"),
+           Vsts("v3", Addr("dst", dst.dtype.bits, Affine(0, (("r", dst.row_stride),))), dt.name, f"NORM_B{lane}", "p1")]
     return epr, (*prologue, Loop("r", _check_trip(vr, "row"), tuple(row), "rows"))
