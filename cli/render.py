@@ -285,6 +285,8 @@ def fit_text(run, output: str | None, written, pipeline_output: str | None = Non
     """Print the fit report: bad rows, the model selection, parameters ± standard errors, CV accuracy."""
     from rich.table import Table
 
+    from fit.traces import LINE, row_where
+
     con = console()
     if run.problems:
         by_line: dict[str, list[str]] = {}
@@ -323,7 +325,7 @@ def fit_text(run, output: str | None, written, pipeline_output: str | None = Non
                 shape = f"{r.get('rows')}x{r.get('cols')}" + (f" valid {r.get('valid_rows')}x{r.get('valid_cols')}"
                                                             if (r.get('valid_rows'), r.get('valid_cols')) != (r.get('rows'), r.get('cols')) else "")
                 dst = f"->{r['dst_dtype']}" if r.get("dst_dtype") else ""
-                where = f"{r['trace']} line {r['line']}" if len(run.traces) > 1 else f"line {r['line']}"
+                where = row_where({**r, LINE: r["line"]}, len(run.traces) > 1)
                 extra = f" [{r['extra']}]" if r.get("extra") else ""
                 con.print(plain(f"  {where}: {r['op']} {r['dtype']}{dst} {shape}{extra} {r.get('vf_impl_kind', '') or ''} "
                                 f"measured {r['measured']:g}, predicted {r['predicted']:g} ({r['error_pct']:+.1f} %)"))

@@ -22,7 +22,7 @@ from costmodel.models.params import ParamRow, ParamTable, read_table
 
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
-from .traces import cv_groups, trace_request
+from .traces import cv_groups, row_where, trace_request
 
 # dtype effects: "none", "shared" (one per-dtype adjustment common to every class), "class" (per class and dtype),
 # "both" (per class and dtype, shrunk toward a per-dtype adjustment common to every class)
@@ -180,13 +180,14 @@ def lower_rows(trace: pd.DataFrame) -> tuple[list[dict[str, float]], list[int], 
     from costmodel.errors import PtoCostError
 
     feats, keep, notes = [], [], []
+    multi = "trace" in trace and trace["trace"].nunique() > 1
     for i, row in enumerate(trace.to_dict("records")):
         try:
             req, _ = trace_request(row)
             feats.append(plan_features(lower.lower(req)))
             keep.append(i)
         except PtoCostError as exc:
-            notes.append(f"line {row.get('line', i + 2)}: {exc}")
+            notes.append(f"{row_where(row, multi)}: {exc}")
     return feats, keep, notes
 
 

@@ -17,13 +17,15 @@ import pandas as pd
 from scipy.optimize import lsq_linear
 
 from costmodel.errors import TraceError
+from costmodel.lower.a5.reduce import REDUCE_FAMILIES
 from costmodel.models import a5_formula as fm
+from costmodel.models.a5_formula import NOT_ELEMENTWISE
 from costmodel.models.params import ParamRow
 
 from .a5_smooth_fit import OFFSET_PRIOR, SmoothFit, fit_smooth, predict_smooth
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
-from .traces import cv_groups, trace_request
+from .traces import cv_groups, row_where, trace_request
 
 # candidates: shrink strength × what the top of the hierarchy pools (the op family across 1D/2D, or all
 # families of the same 1D/2D form)
@@ -63,12 +65,16 @@ def lower_rows(trace: pd.DataFrame) -> tuple[Rows, list[int], list[str]]:
     from costmodel.models.a5_features import body_signature, vf_trips
 
     keys, keep, notes, C, R = [], [], [], [], []
+    multi = "trace" in trace and trace["trace"].nunique() > 1
     for i, row in enumerate(trace.to_dict("records")):
         try:
             req, _ = trace_request(row)
             plan = lower.lower(req)
         except PtoCostError as exc:
-            notes.append(f"line {row.get('line', i + 2)}: {exc}")
+            notes.append(f"{row_where(row, multi)}: {exc}")
+            continue
+        if req.family in REDUCE_FAMILIES:
+            notes.append(f"{row_where(row, multi)}: {NOT_ELEMENTWISE} (`fit --model pipeline` reads the row)")
             continue
         t = vf_trips(plan)
         keys.append({**fm.key_of(req, plan.strategy), "sig": body_signature(plan)})

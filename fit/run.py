@@ -9,8 +9,8 @@ import pandas as pd
 
 from costmodel.errors import TraceError
 
-from .traces import (LINE, Problem, check_trace, conflicting_duplicates, cv_groups, lacks_measured, measured_keys,
-                     read_trace)
+from .traces import (LINE, ROW_UNIT, Problem, check_trace, conflicting_duplicates, cv_groups, lacks_measured,
+                     measured_keys, read_trace)
 
 
 @dataclass
@@ -32,7 +32,7 @@ def outliers(frame: pd.DataFrame, predicted: np.ndarray, *, floor: float = 5.0) 
     err = (np.asarray(predicted, float) - meas) / meas * 100
     sigma = 1.4826 * np.nanmedian(np.abs(err - np.nanmedian(err)))
     bad = np.abs(err) > max(3 * sigma, floor)
-    cols = [c for c in ("trace", LINE, "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols",
+    cols = [c for c in ("trace", LINE, ROW_UNIT, "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols",
                         "vf_impl_kind", "extra") if c in frame]
     out = frame.loc[bad, cols].rename(columns={LINE: "line"})
     out["measured"] = meas[bad]
@@ -73,6 +73,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "prices cases without them)")
         good, bad = check_trace(raw)
         good["trace"] = Path(path).name
+        good[ROW_UNIT] = unit[Path(path).name]
         frames.append(good)
         problems += [replace(p, source=Path(path).name) for p in bad] if len(paths) > 1 else bad
     trace = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -828,3 +828,22 @@ def test_the_fit_report_names_the_folds_it_used():
     assert _accuracy_label(rows, 2, "shape") == "cross-validated (2-fold, grouped by shape)"
     assert _accuracy_label(rows, 100, "shape") == ("cross-validated (4-fold, grouped by shape; --cv 100 asked, the rows "
                                                    "hold 4 groups)")
+
+
+def test_the_a5_formula_fit_leaves_reductions_out_and_names_their_lines(tmp_path):
+    # the formula prices elementwise nests only (it refuses reductions), so its fit must not turn reduction rows
+    # into keys nor let them move the shared parameters; a skipped row is named by its line in the file
+    from fit.a5_formula_fit import lower_rows
+    from fit.traces import check_trace, read_trace
+
+    p = tmp_path / "t.csv"
+    p.write_text("arch,op,dtype,rows,cols,vf_impl_kind,measured_cycles\n"
+                 "a5,TFOO,fp32,1,64,VFIMPL_DEFAULT,55\n"        # line 2: left out by the check
+                 "a5,TADD,fp32,1,64,VFIMPL_DEFAULT,55\n"
+                 "a5,TCOLSUM,fp32,16,64,VFIMPL_DEFAULT,120\n"   # line 4
+                 "a5,TADD,fp32,1,640,VFIMPL_DEFAULT,66\n")
+    trace, problems = check_trace(read_trace(p))
+    assert [x.line for x in problems] == [2]
+    rows, keep, notes = lower_rows(trace.reset_index(drop=True))
+    assert [k["name"] for k in rows.keys] == ["TADD", "TADD"]
+    assert len(notes) == 1 and notes[0].startswith("line 4: ") and "reduction folds" in notes[0]

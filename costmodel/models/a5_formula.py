@@ -62,6 +62,11 @@ ROLE = {"p0": "startup", "d0": "startup", "p1": "iterations", "p4": "iterations"
 BITS = {d.name: d.bits for d in all_dtypes()}  # element width by canonical name (data/dtypes.csv)
 
 
+# why the formula (and its fit) leaves the reductions out: its features are the trips of one elementwise nest
+NOT_ELEMENTWISE = ("the A5 formula is a closed form over elementwise loop nests, and a reduction folds its chunks into "
+                   "an accumulator")
+
+
 def key_of(req: Request, strategy: str) -> dict[str, str]:
     """Return the parameter key of a request: op, dtype, dst_dtype (conversions), strategy, op_params (variant)."""
     src = req.tile("src").dtype.name if any(n == "src" for n, _ in req.tiles) else req.dtype.name
@@ -267,9 +272,8 @@ class A5FormulaModel:
         """Return (cycles, breakdown): startup, chunk iterations and row overhead of the binding bound (plus the
         smooth form's overlap of the two bounds)."""
         if plan.request.family in REDUCE_FAMILIES:
-            raise NotModelledError(f"no A5 formula for {plan.request.op}: the formula is a closed form over "
-                                   "elementwise loop nests, and a reduction's fold was never measured; use --model "
-                                   "pipeline or anchored")
+            raise NotModelledError(f"no A5 formula for {plan.request.op}: {NOT_ELEMENTWISE}; use --model pipeline or "
+                                   "anchored")
         t = vf_trips(plan)
         key = key_of(plan.request, plan.strategy)
         sig = body_signature(plan)
