@@ -59,10 +59,19 @@ def _check_header(path: Path) -> None:
     """Raise TraceError if a CSV header names a column twice (pandas would rename the second copy and read the
     first silently)."""
     with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-        header = [c.strip() for c in next(csv.reader(fh), [])]
-    twice = sorted({c for c in header if c and header.count(c) > 1})
+        _check_unique(next(csv.reader(fh), []), str(path))
+
+
+def _check_unique(columns: list[str], name: str) -> None:
+    """Raise TraceError if two columns are one name once stripped and lower-cased, as the reader uses them."""
+    seen: dict[str, list[str]] = {}
+    for c in columns:
+        if c.strip():
+            seen.setdefault(c.strip().lower(), []).append(c.strip())
+    twice = [" / ".join(dict.fromkeys(v)) if len(set(v)) > 1 else v[0] for v in seen.values() if len(v) > 1]
     if twice:
-        raise TraceError(f"{path}: column {', '.join(twice)} appears more than once in the header; name each column once")
+        raise TraceError(f"{name}: column {', '.join(twice)} appears more than once in the header (names are read "
+                         "without case); name each column once")
 
 
 def read_trace(path: str | os.PathLike) -> pd.DataFrame:
@@ -121,7 +130,9 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace", lines: list[int] |
     else 2, 3, ... as a CSV with a header numbers them). A column of the caller's named `line` is data like any
     other."""
     df = df.copy()
-    df.columns = [str(c).strip().lower() for c in df.columns]
+    given = [str(c) for c in df.columns]
+    df.columns = [c.strip().lower() for c in given]
+    _check_unique(given, name)
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         sep = next((s for s in (";", "\t", "|") if len(df.columns) == 1 and s in df.columns[0]), None)

@@ -119,9 +119,17 @@ def test_a_parquet_trace_of_concatenated_frames_validates(tmp_path):
         assert report.overall["unmodelled"] == 1 and report.predictions["predicted_cycles"].notna().sum() == 4
 
 
-def test_a_column_named_twice_in_a_csv_header_is_an_error(tmp_path):
+def test_a_column_named_twice_in_a_header_is_an_error(tmp_path):
     with pytest.raises(TraceError, match="column rows appears more than once"):
         read_trace(write(tmp_path, "a2a3,TMINS,f16,64,64,32\n", header="arch,op,dtype,rows,cols,rows\n"))
+    # names are read without case, so op and OP are one column given twice, in CSV and in Parquet alike
+    with pytest.raises(TraceError, match="column op / OP appears more than once"):
+        read_trace(write(tmp_path, "a2a3,TMINS,f16,64,64,TSUB\n", header="arch,op,dtype,rows,cols,OP\n"))
+    pytest.importorskip("pyarrow")
+    pd.DataFrame({"arch": ["a2a3"], "op": ["TADD"], "dtype": ["f32"], "rows": [16], "cols": [64],
+                  "Rows": [32]}).to_parquet(tmp_path / "t.parquet")
+    with pytest.raises(TraceError, match="column rows / Rows appears more than once"):
+        read_trace(tmp_path / "t.parquet")
 
 
 def test_extra_keys_the_mapping_does_not_read_are_named_and_misspelt_ones_refused(tmp_path):
