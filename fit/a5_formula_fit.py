@@ -306,15 +306,17 @@ def _smooth_winners(names: np.ndarray, cv_max: list[np.ndarray], cv_smooth: list
 
 def _extent_rows(rows: Rows, idx, scope: str, name: str, dtype: str, dst: str, strategy: str, op_params: str,
                  source: str) -> list[ParamRow]:
-    """The measured extent of a key's rows `idx` as two rows: the most chunks one program ran (`max_chunks`) and the
-    most row-loop trips (`max_rows`, 1 for 1D programs); an estimate beyond them says it extrapolates."""
+    """The measured extent of a key's rows `idx` (of one shape of loop, 1D or 2D) as three rows: the most chunks one
+    program ran (`max_chunks`), the most row-loop trips (`max_rows`, 1 for 1D programs) and the most chunks in one
+    row (`max_row_chunks`); an estimate beyond them says it extrapolates. No rows: none (a key measured in the other
+    shape only says so instead)."""
     if not len(idx):
         return []
     idx = np.asarray(idx)
     n = len(idx)
     return [ParamRow("a5", "vf", scope, name, dtype, dst, strategy, op_params, term, float(np.max(values[idx])), None,
                      n, None, f"{source}; measured extent")
-            for term, values in (("max_chunks", rows.C), ("max_rows", rows.R))]
+            for term, values in (("max_chunks", rows.C), ("max_rows", rows.R), ("max_row_chunks", np.ceil(rows.C / rows.R)))]
 
 
 def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, smooth: SmoothFit | None = None,
@@ -383,8 +385,9 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
               cv: float | None, note, idx: list[int] = ()) -> None:
         """Append the P, D and q rows `smooth.params` gives `key` in each strategy (`note(strategy)`: the source), and
         the measured extent of the rows `idx` it was fitted on."""
-        for strategy in strategies:
-            out.extend(_extent_rows(rows, idx, scope, name, dtype, dst, strategy, op_params, note(strategy)))
+        for strategy in strategies:  # the extent of the rows of the strategy's 1D or 2D shape of loop
+            same_shape = [i for i in idx if rows.dim[i] == strategy[:2]]
+            out.extend(_extent_rows(rows, same_shape, scope, name, dtype, dst, strategy, op_params, note(strategy)))
             got = smooth.params({**key, "strategy": strategy})
             if got is None:
                 continue

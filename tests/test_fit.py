@@ -808,7 +808,10 @@ def test_a5_fit_records_the_measured_extent_and_estimates_beyond_it_say_so(tmp_p
 
     extent = {(row.strategy, row.term): row.value for row in read_table(table).rows
               if row.arch == "a5" and row.scope == "op" and row.name == "TADD" and row.term.startswith("max_")}
-    assert extent[("1d-post-update", "max_chunks")] == 15 and extent[("1d-post-update", "max_rows")] == 5
+    # per shape of loop: the 1D rows ran up to 10 chunks; the 2D ones (valid narrower than the tile) 15 in 5 rows
+    assert extent[("1d-post-update", "max_chunks")] == 10 and extent[("1d-post-update", "max_rows")] == 1
+    assert (extent[("2d-post-update", "max_chunks")], extent[("2d-post-update", "max_rows")],
+            extent[("2d-post-update", "max_row_chunks")]) == (15, 5, 3)
 
     def notes(shape):
         r = subprocess.run([sys.executable, "-m", "cli", "estimate", "TADD", "--shape", shape, "--dtype", "f32",
@@ -817,7 +820,7 @@ def test_a5_fit_records_the_measured_extent_and_estimates_beyond_it_say_so(tmp_p
         assert r.returncode == 0, r.stderr
         return " ".join(json.loads(r.stdout)["notes"])
 
-    assert "beyond the measured TADD f32 rows (up to 15 chunks)" in notes("1x1280")
+    assert "beyond the measured TADD f32 rows (up to 10 chunks)" in notes("1x1280")
     assert "beyond" not in notes("1x640")
 
 

@@ -203,15 +203,16 @@ def _other_chunk_size(table: ParamTable, key: dict[str, str], plan: Plan) -> str
 def _beyond_extent(table: ParamTable, key: dict[str, str], sig: str, t) -> str:
     """Return a note when the plan runs more chunks, or more rows, than any measured row of its key (the extent the
     fit recorded), else ""."""
-    most = {term: source_row(table, key, sig, "key", term) for term in ("max_chunks", "max_rows")}
-    if any(r is None for r in most.values()):
+    most = {term: source_row(table, key, sig, "key", term) for term in ("max_chunks", "max_rows", "max_row_chunks")}
+    if most["max_chunks"] is None or most["max_rows"] is None:
         return ""
     chunks, rows = int(most["max_chunks"].value), int(most["max_rows"].value)
-    if t.chunks <= chunks and (t.dim == "1d" or t.rows <= rows):
+    per_row = int(most["max_row_chunks"].value) if most["max_row_chunks"] is not None else chunks
+    if t.chunks <= chunks and (t.dim == "1d" or (t.rows <= rows and t.per_row <= per_row)):
         return ""
     types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
     asked = f"{t.chunks} chunks" + (f" in {t.rows} rows" if t.dim == "2d" else "")
-    reach = f"{chunks} chunks" + (f" in {rows} row{'s' if rows != 1 else ''}" if t.dim == "2d" else "")
+    reach = f"{chunks} chunks" + (f" in {rows} row{'s' if rows != 1 else ''}, {per_row} a row" if t.dim == "2d" else "")
     return (f"{asked} lie beyond the measured {key['name']} {types} rows (up to {reach}): the formula extrapolates its "
             "per-chunk and per-row lines")
 
