@@ -216,3 +216,18 @@ def test_signalling_nans_outside_the_valid_region_raise_no_floating_point_warnin
         with np.errstate(all="warn"):
             assert compare(snan, np.array([1.0, 1.0], dtype=np.float32), 1e-3).tolist() == [True, False]
             assert compare(snan, np.array([1.0, 1.0], dtype=np.float32), 0.0).tolist() == [True, False]
+
+
+def test_long_products_are_checked_on_values_well_above_eps():
+    # a product down 200 f16 rows: with factors in [0.5, 1.5) it fell to 1e-4 and below, where the eps 1e-3 test
+    # (|a-g| > eps and |a-g|/|g| > eps) passes anything
+    from costmodel import lower
+    from costmodel.golden import golden
+    from costmodel.operands import make_request
+
+    for arch in ("a2a3", "a5"):
+        plan = lower.lower(make_request("TCOLPROD", (200, 64), "f16", arch=arch))
+        for seed in range(3):
+            src = make_inputs(plan, seed)["src"]
+            got = np.abs(golden("TCOLPROD", src, valid=(200, 64))[0].astype(np.float64))
+            assert np.median(got) > 0.1 and got.min() > 0.01, (arch, seed, got.min())
