@@ -80,6 +80,10 @@ FIXED_SOURCE = {
     "reduce_ii": "fixed: costmodel.md 8 missing II entries default to 1",
     "reduce_sum_latency": "fixed: costmodel.md 8 VCADD latency 22 (fp32); no measured row",
     "reduce_sum_ii": "fixed: costmodel.md 8 missing II entries default to 1",
+    "reduce16_latency": "fixed: costmodel.md 8 VCMAX/VCMIN latency 17 (fp16; 8-bit lanes alike); no measured row",
+    "reduce16_ii": "fixed: costmodel.md 8 missing II entries default to 1",
+    "reduce_sum16_latency": "fixed: costmodel.md 8 VCADD latency 24 (fp16; 8-bit lanes alike); no measured row",
+    "reduce_sum16_ii": "fixed: costmodel.md 8 missing II entries default to 1",
 }
 PRIOR_WEIGHT = 0.01
 

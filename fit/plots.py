@@ -82,7 +82,10 @@ def validation_figure(df: pd.DataFrame, title: str = ""):
     ax2.set_xscale("log")
     ax2.set_xlabel("measured cycles")
     ax2.set_ylabel("error (predicted − measured) / measured [%]")
-    ax2.set_title(f"residuals (the {RESIDUAL_LABELS} worst rows beyond ±5 % named)")
+    n_out = int((ok["err"].abs() > 5).sum())
+    ax2.set_title("residuals (no row beyond ±5 %)" if not n_out else
+                  f"residuals (the {n_out} row{'s' if n_out > 1 else ''} beyond ±5 % named)" if n_out <= RESIDUAL_LABELS
+                  else f"residuals (the {RESIDUAL_LABELS} worst of {n_out} rows beyond ±5 % named)")
     if title:
         fig.suptitle(title)
     fig.tight_layout()

@@ -153,9 +153,10 @@ def test_vector_classes():
     assert vector_class("vcvt", "bf16", {"to": "f16"}) == "cvt1"
     assert vector_class("vmuls", "f32") == "mul" and vector_class("vsel", "u32") == "alu"
     # costmodel.md §8: VCMAX/VCMIN latency 16, VCADD 22 (fp32)
-    assert vector_class("vcmax", "f32") == vector_class("vcmin", "f16") == "reduce"
-    assert vector_class("vcadd", "f32") == "reduce_sum"
-    assert shipped().vector("reduce")[0] == 16 and shipped().vector("reduce_sum")[0] == 22
+    assert vector_class("vcmax", "f32") == vector_class("vcmin", "i64") == "reduce"
+    assert vector_class("vcmax", "f16") == vector_class("vcmin", "i8") == "reduce16"
+    assert vector_class("vcadd", "f32") == "reduce_sum" and vector_class("vcadd", "bf16") == "reduce_sum16"
+    assert [shipped().vector(c)[0] for c in ("reduce", "reduce16", "reduce_sum", "reduce_sum16")] == [16, 17, 22, 24]
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ SUM_OPS = frozenset({"vcadd"})  # (§8 VCADD: a longer latency)
 CONVERT_OPS = frozenset({"vcvt", "vtrc"})
 EXU0_ONLY = frozenset({"vdup", "vcmax", "vcmin", "vcadd"})  # costmodel.md §8 port sets
 VECTOR_CLASSES = ("alu", "mul", "sfu32", "sfu16", "cvt1", "cvt_w2", "cvt_w4", "cvt_n2", "cvt_n4", "reduce",
-                  "reduce_sum")
+                  "reduce16", "reduce_sum", "reduce_sum16")
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,12 @@ class A5Uarch:
     cvt_n4_ii: float = 1.0
     reduce_latency: float = 16.0   # vcmax/vcmin, one register -> lane 0 (§8 VCMAX/VCMIN 16 fp32, 17 fp16; not measured)
     reduce_ii: float = 1.0         # (§8 lists no same-op II for them: missing II entries default to 1)
+    reduce16_latency: float = 17.0    # the same on 16- and 8-bit lanes (§8: 17 in fp16)
+    reduce16_ii: float = 1.0
     reduce_sum_latency: float = 22.0  # vcadd (§8 VCADD 22 fp32, 24 fp16; not measured)
     reduce_sum_ii: float = 1.0
+    reduce_sum16_latency: float = 24.0
+    reduce_sum16_ii: float = 1.0
 
     def vector(self, cls: str) -> tuple[float, float]:
         """Return (latency, initiation interval) of a vector class."""
@@ -105,7 +109,7 @@ class A5Uarch:
 PARAM_NAMES = tuple(f.name for f in fields(A5Uarch))
 # parameters added after parameter files were written by earlier fits, none fitted: a file without them takes the
 # defaults above
-LATER_PARAMS = ("reduce_latency", "reduce_ii", "reduce_sum_latency", "reduce_sum_ii")
+LATER_PARAMS = tuple(f"{c}_{t}" for c in ("reduce", "reduce16", "reduce_sum", "reduce_sum16") for t in ("latency", "ii"))
 
 
 def vector_class(op: str, dtype: str, attrs: dict | None = None) -> str:
@@ -114,10 +118,8 @@ def vector_class(op: str, dtype: str, attrs: dict | None = None) -> str:
         return "sfu32" if as_dtype(dtype).bits >= 32 else "sfu16"
     if op in MUL_OPS:
         return "mul"
-    if op in REDUCE_OPS:
-        return "reduce"
-    if op in SUM_OPS:
-        return "reduce_sum"
+    if op in REDUCE_OPS or op in SUM_OPS:  # §8 gives fp32 and fp16 latencies: 8-bit lanes take the 16-bit ones
+        return ("reduce" if op in REDUCE_OPS else "reduce_sum") + ("" if as_dtype(dtype).bits >= 32 else "16")
     if op in CONVERT_OPS:
         src = as_dtype(dtype).bits
         to = (attrs or {}).get("to")
