@@ -52,8 +52,9 @@ class Instruction:
                     f"{self.name} {what} on {arch} (--dst-dtype); accepted pairs: {' '.join(pairs)}")
             raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {' '.join(toks)}")
         if not pairs:
-            raise UnsupportedDtypeError(f"{self.name} does not convert: it takes no --dst-dtype (got {dt.name} to "
-                                        f"{dst.name}); accepted dtypes on {arch}: {' '.join(toks)}")
+            raise UnsupportedDtypeError(f"{self.name} is modelled with dst of its source's type: it takes no "
+                                        f"--dst-dtype (got {dt.name} to {dst.name}); accepted dtypes on {arch}: "
+                                        f"{' '.join(toks)}")
         if f"{dt.name}>{dst.name}" not in pairs:
             raise UnsupportedDtypeError(
                 f"{self.name} does not convert {dt.name} to {dst.name} on {arch} (--dst-dtype); accepted pairs: "

@@ -128,6 +128,8 @@ def test_bad_trace_files_are_one_line_exit_2(tmp_path):
     (["estimate", "TMINS", "--shape", "64x64", "--valid", "65x64", "--dtype", "f16"], "larger than the tile 64x64; accepted: at most 64x64"),
     (["estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--strategy", "2LNormColVLAlign"], "illegal"),
     (["estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--strategy", "nonsense"], "unknown strategy"),
+    (["estimate", "TCOLSUM", "--shape", "16x64", "--dtype", "f32", "--arch", "a5", "--strategy", "ColBinary"],
+     "(legal for this request: 2d-no-post-update)"),
     (["estimate", "TMINS", "--shape", "64x64", "--dtype", "f16", "--arch", "a9"], "unknown arch"),
     (["estimate", "TMINS", "--shape", "64x64", "--dtype", "f17"], "unknown dtype"),
     (["estimate", "TDIVS", "--shape", "64x64", "--dtype", "f32", "--scalar", "0"], "divides by zero"),

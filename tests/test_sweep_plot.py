@@ -492,7 +492,7 @@ def test_malformed_or_empty_scheduler_addresses_are_one_line_errors(tmp_path, ad
 @pytest.mark.parametrize("args, needle", [
     (["--dtype", "f16,u8"], "TMINS does not support u8 on a2a3; accepted: i32 i16 f16 f32"),
     (["--dtype", "f16,f32", "--strategy", "bogus"], "unknown strategy 'bogus' for TMINS f16 on a2a3; strategies: 1LCount"),
-    (["--dtype", "f16", "--arch", "a5", "--dst-dtype", "f32"], "TMINS does not convert: it takes no --dst-dtype"),
+    (["--dtype", "f16", "--arch", "a5", "--dst-dtype", "f32"], "TMINS is modelled with dst of its source's type: it takes no --dst-dtype"),
 ])
 def test_plot_rejects_a_dtype_or_strategy_the_op_does_not_have_on_the_arch(tmp_path, args, needle):
     one_line_error(run("plot", "TMINS", "--cols", "16:64:16", *args, "-o", str(tmp_path / "p.png")), needle)

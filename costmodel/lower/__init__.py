@@ -65,7 +65,10 @@ def pick_strategy(req: Request, default: str, table: dict[str, str | None]) -> t
         return default, "default"
     match = {k.lower(): k for k in table}.get(req.strategy.lower())
     if match is None:
-        raise StrategyError(f"unknown strategy {req.strategy!r} for {req.op} on {req.arch}; strategies: {', '.join(table)}")
+        legal = [k for k, v in table.items() if v is None]
+        here = f" (legal for this request: {', '.join(legal)})" if len(legal) < len(table) else ""
+        raise StrategyError(f"unknown strategy {req.strategy!r} for {req.op} on {req.arch}; strategies: "
+                            f"{', '.join(table)}{here}")
     if table[match]:
         ok = ", ".join(k for k, v in table.items() if v is None)
         raise StrategyError(f"strategy {match} is illegal for this {req.op} request: {table[match]}; legal: {ok}")

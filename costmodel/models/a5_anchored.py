@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 
 from ..errors import PtoCostError
+from ..isa_a5 import VfProgram
 from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..plan import Plan
 from ..request import Request
@@ -167,6 +168,9 @@ class AnchoredPipeline:
 
     def _correct(self, plan: Plan) -> float | None:
         """The anchors' correction of the plan (None: no anchor), naming the model and its source accordingly."""
+        if not any(isinstance(p, VfProgram) for p in plan.body):  # an early return (an empty reduction) issues nothing
+            self.name, self.source, self.source_note, self.anchors = self.pipeline.name, "", "", ()
+            return None
         corr, self.anchors = self.correction(plan)
         if not self.anchors:
             self.name, self.source = self.pipeline.name, ""
