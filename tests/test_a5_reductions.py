@@ -52,6 +52,12 @@ def _emulated(req, seed: int, **golden_kw):
     return plan, dst, before, after, after.tile(dst.offset, dst.tile), want
 
 
+def _only_changed(req, before, after, allowed: np.ndarray) -> None:
+    """Assert that no byte of the unified buffer outside `allowed` changed."""
+    changed = np.flatnonzero(before.bytes != after.bytes)
+    assert allowed[changed].all(), (req.describe(), changed[~allowed[changed]][:8])
+
+
 @st.composite
 def col_requests(draw):
     op = draw(st.sampled_from(COL_OPS))
@@ -77,8 +83,7 @@ def test_column_reductions_match_the_golden_and_write_only_the_dst_valid_region(
     esize = req.dtype.bits // 8
     allowed = np.zeros(after.bytes.size, dtype=bool)
     allowed[dst.offset:dst.offset + vc * esize] = True
-    changed = np.flatnonzero(before.bytes != after.bytes)
-    assert allowed[changed].all(), (req.describe(), changed[~allowed[changed]][:8])
+    _only_changed(req, before, after, allowed)
     assert verify(plan, seed=seed % 4).ok
 
 
@@ -212,8 +217,7 @@ def test_row_reductions_match_the_golden_and_write_one_element_per_valid_row(req
     for r in range(vr):  # dst[r, 0] only
         at = dst.offset + r * req.dst.row_stride * esize
         allowed[at:at + esize] = True
-    changed = np.flatnonzero(before.bytes != after.bytes)
-    assert allowed[changed].all(), (req.describe(), changed[~allowed[changed]][:8])
+    _only_changed(req, before, after, allowed)
     assert verify(plan, seed=seed % 4).ok
 
 
