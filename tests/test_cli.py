@@ -484,8 +484,11 @@ def test_ctrl_c_or_kill_leaves_the_output_untouched(tmp_path, measured_dir, sig,
     out.write_bytes((ROOT / "data" / "formula_params.csv").read_bytes())  # a table: fit checks it before fitting
     previous = out.read_bytes()
     env = {k: v for k, v in os.environ.items() if k != "PTO_COST_ARCH"}
+    # a job started in the background of a non-interactive shell inherits SIGINT ignored, and so would the fit:
+    # give it the default disposition a terminal's Ctrl-C meets
     proc = subprocess.Popen([*CLI, "fit", str(measured_dir / "a5_vf_cycles.csv"), "-o", str(out)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(4)  # the fit takes about 30 s
     proc.send_signal(getattr(signal, sig))
     _, err = proc.communicate(timeout=60)
