@@ -37,6 +37,7 @@ from ..isa_a5 import VfProgram
 from ..lower import lower as lower_request
 from ..lower.a5 import dispatch, vf
 from ..lower.a5.dispatch import SELECT_VARIANTS
+from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..lower.alloc import buffers_end
 from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request
 from ..models.a5_features import body_signature
@@ -307,8 +308,8 @@ def warm_anchored(make, sh: Shapes, models) -> None:
     except PtoCostError:
         return
     anchored = parts[2] if parts is not None else None
-    if anchored is None or not len(sh.rows):
-        return
+    if anchored is None or not len(sh.rows) or a.family in REDUCE_FAMILIES:
+        return  # a reduction's anchors take the rows of its source that fit (a5_anchored.anchor_rows): per request
     sh = narrow_all(sh)
     full = (sh.vc == sh.cols) | (sh.vr <= 1)  # where the anchors' 1D forms are legal (one contiguous run)
     try:  # an op whose 1D forms need a single row (a broadcast operand changes per row) asks for no more

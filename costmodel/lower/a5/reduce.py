@@ -105,20 +105,22 @@ def row_reduce_program(req: Request, accumulate, reduce_op: str, lane: int, pred
 
     The loop nest is the elementwise 2D no-post-update one (costmodel.md §7: rows x ceil(vc/epr) chunks, the
     predicate counter reset to vc each row and lowered by each chunk's plt), so a tail chunk runs the same body as a
-    whole one and the cost grows with the chunk count. Per row the accumulator starts as the op's identity; each
-    chunk is loaded, its lanes past the valid columns are replaced by the identity (a select on the loaded chunk:
-    compute ops zero their inactive lanes, isa.md §7.2, so a predicated fold would lose the accumulator's lanes, and
-    the select stays off the accumulator's chain) and folded in lane by lane (`accumulate`, as for the column
+    whole one and the cost grows with the chunk count. Each chunk is loaded and its lanes past the valid columns are
+    replaced by the op's identity (a select on the loaded chunk: compute ops zero their inactive lanes, isa.md §7.2,
+    so a predicated fold would lose the accumulator's lanes, and the select stays off the accumulator's chain); the
+    row's first chunk starts the accumulator (so a NaN in the row's first element stays, as the reference's scan from
+    element 0 keeps it, isa.md §4.3), the others are folded in lane by lane (`accumulate`, as for the column
     reductions); then one in-register reduction (`reduce_op`: vcmax / vcmin / vcadd, costmodel.md §8; its lane order
     is inferred) over the register leaves the row's value in lane 0, stored at dst[r, 0] under a one-lane predicate
     (inferred)::
 
         v4 = vdup(identity of the op); pf = pset(ALL); p1 = plt(1)
         loop r in 0..vr {                        ; rows
-          s_n = vc; v0 = vmov(v4)
-          loop j in 0..ceil(vc/epr) {            ; chunks
+          s_n = vc; p0 = plt(s_n)
+          vlds v1, src[r*rowStride]; vsel v0, v1, v4, p0   ; chunk 0 starts the accumulator
+          loop j in 0..ceil(vc/epr)-1 {          ; chunks 1..
             p0 = plt(s_n)
-            vlds v1, src[r*rowStride + j*epr]
+            vlds v1, src[r*rowStride + (j+1)*epr]
             vsel v2, v1, v4, p0
             vop  v0, v0, v2
           }
@@ -141,10 +143,13 @@ def row_reduce_program(req: Request, accumulate, reduce_op: str, lane: int, pred
                 VOp("vdup", dt.name, "v4", (), None, "s_id"), Pset("pf", pred_bits),
                 SetScalar("s_one", units, note="one lane: the row's result"), Plt("p1", "s_one", pred_bits)]
     chunk = (Plt("p0", "s_n", pred_bits),
-             Vlds("v1", Addr("src", dt.bits, Affine(0, (("r", rs), ("j", epr)))), dt.name, "NORM"),
+             Vlds("v1", Addr("src", dt.bits, Affine(epr, (("r", rs), ("j", epr)))), dt.name, "NORM"),
              VSel(dt.name, "v2", "v1", "v4", "p0"), *fold)
-    row = [SetScalar("s_n", vc * units, note="per-row predicate counter"), VOp("vmov", dt.name, "v0", ("v4",)),
-           Loop("j", _check_trip(math.ceil(vc / epr), "chunk"), chunk, "chunks"),
-           VOp(reduce_op, dt.name, "v3", ("v0",), "pf"),
+    row = [SetScalar("s_n", vc * units, note="per-row predicate counter"), Plt("p0", "s_n", pred_bits),
+           Vlds("v1", Addr("src", dt.bits, Affine(0, (("r", rs),))), dt.name, "NORM"),
+           VSel(dt.name, "v0", "v1", "v4", "p0")]
+    if vc > epr:
+        row.append(Loop("j", _check_trip(math.ceil(vc / epr) - 1, "chunk"), chunk, "chunks"))
+    row += [VOp(reduce_op, dt.name, "v3", ("v0",), "pf"),
            Vsts("v3", Addr("dst", dst.dtype.bits, Affine(0, (("r", dst.row_stride),))), dt.name, f"NORM_B{lane}", "p1")]
     return epr, (*prologue, Loop("r", _check_trip(vr, "row"), tuple(row), "rows"))
