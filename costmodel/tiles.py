@@ -12,11 +12,21 @@ from .layouts import ALL as LAYOUTS, BOXED, alignment_problem
 _SHAPE_RE = re.compile(r"^\s*(\d+)\s*[xX×,]\s*(\d+)\s*$")
 
 
+def _whole(v) -> bool:
+    """Whether `v` is a whole number (an int, a numpy integer, or a float such as 8.0 from a numeric column)."""
+    try:
+        return float(v).is_integer()
+    except (TypeError, ValueError):
+        return False
+
+
 def parse_shape(text: str | tuple[int, int], *, what: str = "shape", allow_zero: bool = False) -> tuple[int, int]:
     """Return (rows, cols) from `RxC` text (or a pair); zero dims only where `allow_zero` (valid regions)."""
     if isinstance(text, (tuple, list)):
         if len(text) != 2:
             raise ShapeError(f"malformed {what} {text!r}: expected two dimensions (rows, cols)")
+        if any(isinstance(v, bool) or not _whole(v) for v in text):
+            raise ShapeError(f"malformed {what} {tuple(text)!r}: rows and cols must be whole numbers")
         rows, cols = (int(v) for v in text)
     else:
         m = _SHAPE_RE.match(str(text))

@@ -196,3 +196,15 @@ def test_integer_power_data_has_negative_exponents_and_overflow_is_a_named_diver
         assert verify(lower.lower(make_request("TPOW", "16x64", "i16", arch=arch))).ok
         v = verify(lower.lower(make_request("TPOWS", "8x64", "i32", arch=arch, scalar=40)))
         assert v.ok is False and "passes 2^53" in v.note and "isa.md §4" in v.note
+
+
+def test_a_shape_or_valid_region_of_fractions_or_bools_is_an_error_not_truncated():
+    import costmodel
+    from costmodel.errors import ShapeError
+
+    for shape in ((8.9, 16.2), (True, 16)):
+        with pytest.raises(ShapeError, match="whole numbers"):
+            costmodel.estimate("TADD", shape, "f16", verify=False)
+    with pytest.raises(ShapeError, match="whole numbers"):
+        costmodel.estimate("TADD", "8x16", "f16", valid=(4.7, 8), verify=False)
+    assert costmodel.estimate("TADD", (8.0, 16), "f16", verify=False).request.dst.rows == 8  # a float column's 8.0
