@@ -474,8 +474,9 @@ def plot(
     fixed_valid = {k: v for k, v in (("valid_rows", valid_rows), ("valid_cols", valid_cols)) if v}
     shown = {**fixed_valid, **params}
     conversion = f" {dtype} -> {dst}" if dst else ""
-    title = (f"{df['op'].iloc[0]}{conversion} on {arch_name} — model "
-             f"{df['model'].replace('', None).dropna().iloc[0]}"
+    used = df["model"].replace("", None).dropna().value_counts()  # every model that priced a point, most used first
+    models = used.index[0] if len(used) == 1 else ", ".join(f"{m} ({n} points)" for m, n in used.items())
+    title = (f"{df['op'].iloc[0]}{conversion} on {arch_name} — model{'s' if len(used) > 1 else ''} {models}"
              + (f"\n{', '.join(f'{k}={v}' for k, v in shown.items())}" if shown else ""))
     if heat:
         fig = heatmap_figure(df, title=title)
