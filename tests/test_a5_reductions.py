@@ -259,6 +259,9 @@ def test_a_large_source_is_still_anchored_and_cycles_grow_with_rows(op):
     assert all(e.model == "anchored" for e in got), [e.model for e in got]
     cycles = [e.cycles for e in got]
     assert all(b > a for a, b in zip(cycles, cycles[1:])), cycles
+    import re
+
+    assert any(re.search(r"on the first \d+ rows of the source tile .*scaled to its 80 valid rows", n) for n in got[-1].notes)
 
 
 @pytest.mark.parametrize("op", ["TROWMAX", "TROWMIN"])

@@ -169,7 +169,7 @@ class AnchoredPipeline:
     def _correct(self, plan: Plan) -> float | None:
         """The anchors' correction of the plan (None: no anchor), naming the model and its source accordingly."""
         if not any(isinstance(p, VfProgram) for p in plan.body):  # an early return (an empty reduction) issues nothing
-            self.name, self.source, self.source_note, self.anchors = self.pipeline.name, "", "", ()
+            self.name, self.source, self.source_note, self.anchors = "anchored", "", "", ()
             return None
         corr, self.anchors = self.correction(plan)
         if not self.anchors:
@@ -178,7 +178,13 @@ class AnchoredPipeline:
                                 "these tiles in this loop form to anchor it")
             return None
         self.name, self.source = "anchored", "anchors"
+        req = plan.request
+        where = "the same tiles"
+        if req.family in REDUCE_FAMILIES:
+            rows, valid = anchor_rows(req), anchor_tile(req).valid_rows
+            where = ("the source tile" if rows >= anchor_tile(req).rows else
+                     f"the first {rows} rows of the source tile (three tiles of it fit the unified buffer), scaled "
+                     f"to its {valid} valid rows")
         self.source_note = (f"the pipeline simulation corrected by {corr:+.1f} cycles, the mean formula - pipeline "
-                            f"difference of the measured {', '.join(self.anchors)} on the "
-                           f"{'source tile' if plan.request.family in REDUCE_FAMILIES else 'same tiles'} and loop form")
+                            f"difference of the measured {', '.join(self.anchors)} in this loop form on {where}")
         return corr

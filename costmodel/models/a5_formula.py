@@ -33,6 +33,7 @@ none of them has no formula estimate; the `auto` model then falls back to the pi
 """
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -211,7 +212,7 @@ def _beyond_extent(table: ParamTable, key: dict[str, str], sig: str, t) -> str:
     if t.chunks <= chunks and (t.dim == "1d" or (t.rows <= rows and t.per_row <= per_row)):
         return ""
     types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
-    asked = f"{t.chunks} chunks" + (f" in {t.rows} rows" if t.dim == "2d" else "")
+    asked = f"{t.chunks} chunks" + (f" in {t.rows} rows, {math.ceil(t.per_row)} a row," if t.dim == "2d" else "")
     reach = f"{chunks} chunks" + (f" in {rows} row{'s' if rows != 1 else ''}, {per_row} a row" if t.dim == "2d" else "")
     return (f"{asked} lie beyond the measured {key['name']} {types} rows (up to {reach}): the formula extrapolates its "
             "per-chunk and per-row lines")
