@@ -65,7 +65,8 @@ def sample(dt: DType, shape: tuple[int, ...], domain: str, rng: np.random.Genera
 
     Roles: 'value', 'divisor' (never 0), 'shift', 'exponent', 'index' (a flat element index into a tile of the
     same shape: 0 .. size-1), 'factor' (of a long product: magnitudes in [0.9, 1.1) with random signs; odd
-    integers in [-5, 5], never 0 even after wrapping), 'summand' (of a long float sum: in [0.1, 0.8); integers keep the domain's range),
+    integers in [-5, 5], never 0 even after wrapping), 'summand' (of a long float sum: in [0.1, 0.8); integers keep
+    the domain's range),
     'integral' / 'integral_divisor': integers in [-100, 100) even for float types, 0 replaced by 1 for a
     divisor (the upstream tfmods data, isa.md §8), and 'conversion': the source of a conversion to `to`
     (see `conversion_source`).

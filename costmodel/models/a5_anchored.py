@@ -9,8 +9,9 @@ while the formula model reproduces the measured ops at that shape closely. So an
     pipeline(op) + mean over anchors A of (formula(A) - pipeline(A)),
 
 the anchors being the measured elementwise ops with their own formula parameters on the request's dtype, lowered
-on the same tiles in the same loop form (a reduction's anchors walk its source tile). With every op of the A5 file left out in turn, this prices the left-out op
-at 1.5 % MAPE on average against 2.1 % for the pipeline alone (benchmarks/a5_pipeline.py).
+on the same tiles in the same loop form (a reduction's anchors walk its source tile). With every op of the A5 file
+left out in turn, this prices the left-out op at 1.5 % MAPE on average against 2.1 % for the pipeline alone
+(benchmarks/a5_pipeline.py).
 """
 from __future__ import annotations
 

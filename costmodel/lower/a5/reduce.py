@@ -86,7 +86,8 @@ def col_reduce_program(req: Request, accumulate, lane: int, pred_bits: int) -> t
     if vr > 1:
         chunk.append(Loop("r", _check_trip(vr - 1, "row"), tuple(rows), "rows"))
     chunk.append(Vsts("v0", Addr("dst", req.dst.dtype.bits, Affine(0, (("j", epr),))), dt.name, f"NORM_B{lane}", "p0"))
-    prologue = [*regs.set_scalars, *head, SetScalar("s_n", vc * (lane // pred_bits), note="predicate counter over the dst row")]
+    prologue = [*regs.set_scalars, *head,
+                SetScalar("s_n", vc * (lane // pred_bits), note="predicate counter over the dst row")]
     return epr, (*prologue, Loop("j", chunks, tuple(chunk), "chunks"))
 
 
