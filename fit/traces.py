@@ -26,6 +26,8 @@ OPTIONAL = ("dst_dtype", "valid_rows", "valid_cols", "vf_impl_kind", "strategy",
             "saturation_mode", "extra", "measured_cycles")
 LINE = "_line"  # the row's file line, under a name a trace's own columns (a profiler's `line`) do not take
 ROW_UNIT = "_unit"  # "row" on the rows of a Parquet trace (which has no lines), set where traces are combined
+KEY = ("arch", "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols", "vf_impl_kind", "strategy",
+       "op_params", "round_mode", "saturation_mode", "extra")
 
 
 def row_where(row: Any, with_trace: bool = False) -> str:
@@ -33,8 +35,6 @@ def row_where(row: Any, with_trace: bool = False) -> str:
     file's name if asked and the row has one."""
     where = f"{row.get(ROW_UNIT) or 'line'} {row[LINE]}"
     return f"{row['trace']} {where}" if with_trace and row.get("trace") else where
-KEY = ("arch", "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols", "vf_impl_kind", "strategy",
-       "op_params", "round_mode", "saturation_mode", "extra")
 
 
 @dataclass(frozen=True)
