@@ -850,3 +850,19 @@ def test_the_a5_formula_fit_leaves_reductions_out_and_names_their_lines(tmp_path
     rows, keep, notes = lower_rows(trace.reset_index(drop=True))
     assert [k["name"] for k in rows.keys] == ["TADD", "TADD"]
     assert len(notes) == 1 and notes[0].startswith("line 4: ") and "reduction folds" in notes[0]
+
+
+def test_the_two_bound_smooth_max_is_the_three_term_sum_bit_for_bit():
+    # without an address bound the larger of D and P contributes exactly 1.0 and A exactly 0.0 to the sum; the short
+    # form must give the same floats, or estimates would move with the code path
+    from costmodel.models.a5_formula import smooth_max
+
+    rng = np.random.default_rng(0)
+    D, P = rng.uniform(0.5, 5000, 20000), rng.uniform(0.5, 5000, 20000)
+    P[:50] = D[:50]
+    for q in (1.7, 5.25, 12.0):
+        Dc, Pc = np.maximum(D, 1.0), np.maximum(P, 1.0)
+        top = np.maximum(Dc, Pc)
+        want = top * ((Dc / top) ** q + (Pc / top) ** q + (0.0 / top) ** q) ** (1.0 / q)
+        assert np.array_equal(smooth_max(D, P, q), want)
+        assert np.array_equal(smooth_max(D, P, q, np.zeros(20000)), want)  # the array form takes the long path
