@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernels import identity
+
 F16_MAX = 65504.0  # BlockReduceSum on half saturates partial sums at the f16 maximum (isa.md §5)
 
 
@@ -25,11 +27,7 @@ def reduce_blocks(kernel: str, vals: np.ndarray, active: np.ndarray) -> tuple[np
         while x.shape[-1] > 1:
             x = _saturating_add(x[..., 0::2], x[..., 1::2])
         return x[..., 0], any_active
-    if np.issubdtype(vals.dtype, np.integer):
-        info = np.iinfo(vals.dtype)
-        fill = info.min if kernel == "max" else info.max
-    else:
-        fill = -np.inf if kernel == "max" else np.inf
+    fill = identity(kernel, vals.dtype)
     x = np.where(active, vals.astype(np.float64) if not np.issubdtype(vals.dtype, np.integer) else vals, fill)
     res = x.max(axis=-1) if kernel == "max" else x.min(axis=-1)
     return res.astype(vals.dtype), any_active

@@ -187,3 +187,14 @@ ARITY = {name: (1 if name in {"abs", "neg", "not", "relu", "exp", "log", "sqrt",
 def apply(kernel: str, *arrays: np.ndarray) -> np.ndarray:
     """Apply a named kernel to arrays of one element type; returns an array of that type."""
     return KERNELS[kernel](*arrays)
+
+
+def identity(kernel: str, dtype) -> int | float:
+    """Return the value that leaves any element unchanged under `kernel` (add, max or min) in numpy type `dtype`:
+    0, the type's lowest (max) or highest (min) value, -inf / +inf for a float type."""
+    if kernel == "add":
+        return 0
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return int(info.min if kernel == "max" else info.max)
+    return -np.inf if kernel == "max" else np.inf

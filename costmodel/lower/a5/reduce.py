@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ...catalog import instruction
 from ...errors import NotModelledError, ShapeError
+from ...golden.kernels import identity
 from ...isa_a5 import Addr, Affine, Loop, Plt, Pset, SetScalar, Vlds, VOp, VSel, Vsts
 from ...request import Request
 from .forms import _check_trip
@@ -91,16 +90,6 @@ def col_reduce_program(req: Request, accumulate, lane: int, pred_bits: int) -> t
     return epr, (*prologue, Loop("j", chunks, tuple(chunk), "chunks"))
 
 
-def _identity(kernel: str, dt) -> int | float:
-    """Return the value `kernel` (max, min, add) leaves any lane unchanged with, in element type `dt`."""
-    if kernel == "add":
-        return 0
-    if dt.is_float:
-        return -math.inf if kernel == "max" else math.inf
-    info = np.iinfo(dt.np)
-    return int(info.min if kernel == "max" else info.max)
-
-
 def row_reduce_program(req: Request, accumulate, reduce_op: str, lane: int, pred_bits: int) -> tuple[int, tuple]:
     """Return (elements per chunk, the VF instruction tree) of a row reduction (TROWMAX / TROWMIN / TROWSUM).
 
@@ -140,7 +129,7 @@ def row_reduce_program(req: Request, accumulate, reduce_op: str, lane: int, pred
     regs = Regs({"x0": "v0", "x1": "v2", "y": "v0"})
     head, fold = accumulate(regs, "pf")
     prologue = [*regs.set_scalars, *head,
-                SetScalar("s_id", _identity(kernel, dt), dt.name, note=f"the {kernel} identity"),
+                SetScalar("s_id", identity(kernel, dt.np), dt.name, note=f"the {kernel} identity"),
                 VOp("vdup", dt.name, "v4", (), None, "s_id"), Pset("pf", pred_bits),
                 SetScalar("s_one", units, note="one lane: the row's result"), Plt("p1", "s_one", pred_bits)]
     chunk = (Plt("p0", "s_n", pred_bits),
