@@ -50,12 +50,12 @@ def _number(value: Any) -> int | float:
 
 
 def _scalar(inst: Instruction, arch: str, dt: DType, value: Any, order: str = "") -> int | float:
-    """Return the checked scalar of a tile-scalar op (`order` scalar_tile: TDIVS divides the scalar, so it may be
-    0)."""
+    """Return the checked scalar of a tile-scalar op (`order` as `choice` canonicalised it; scalar_tile: TDIVS
+    divides the scalar, so it may be 0)."""
     if value is None:
         return default_scalar(dt, inst.domain, inst.kernel)
     value = _number(value)
-    divides = inst.kernel in DIVIDING and str(order).strip().lower() != "scalar_tile"
+    divides = inst.kernel in DIVIDING and order != "scalar_tile"
     if dt.is_integer:
         if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
             raise ParamError(f"{inst.name} on {dt} needs an integer scalar; got {value!r}")
@@ -129,6 +129,8 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     inst.check_dtype(arch, dt, dst_dt)
     params = {k: v for k, v in params.items() if v is not None}
     _check_param_names(params)
+    if "order" in params:  # before the scalar check, which reads it
+        params["order"] = choice(params["order"], ("tile_scalar", "scalar_tile"), "--order")
     if "in_place" in params:
         if flag(params.pop("in_place"), "in_place"):
             params["in_place"] = True  # not in place is the default: the same request as without the parameter
@@ -395,8 +397,6 @@ def _arch_rules(inst, arch, dt, tiles, params):
     for key, ops in PARAM_OPS.items():
         if key in params and inst.name not in ops:
             raise ParamError(f"{key} applies to {', '.join(ops)} only, not {inst.name}")
-    if "order" in params:
-        params["order"] = choice(params["order"], ("tile_scalar", "scalar_tile"), "--order")
     # on A2/A3 only the elementwise sequences place dst over a source (lower/a2a3/sequence.py); other families' plans
     # would keep their own buffers
     if arch == "a2a3" and truthy(params.get("in_place", False)) and inst.family not in ELEMENTWISE:

@@ -22,7 +22,7 @@ from costmodel.models.params import ParamRow, ParamTable, read_table
 
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
-from .traces import cv_groups, row_where, trace_request
+from .traces import cv_groups, row_where, trace_request, trace_wording
 
 # dtype effects: "none", "shared" (one per-dtype adjustment common to every class), "class" (per class and dtype),
 # "both" (per class and dtype, shrunk toward a per-dtype adjustment common to every class)
@@ -187,7 +187,7 @@ def lower_rows(trace: pd.DataFrame) -> tuple[list[dict[str, float]], list[int], 
             feats.append(plan_features(lower.lower(req)))
             keep.append(i)
         except PtoCostError as exc:
-            notes.append(f"{row_where(row, multi)}: {exc}")
+            notes.append(f"{row_where(row, multi)}: {trace_wording(str(exc))}")
     return feats, keep, notes
 
 

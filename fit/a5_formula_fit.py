@@ -25,7 +25,7 @@ from costmodel.models.params import ParamRow
 from .a5_smooth_fit import OFFSET_PRIOR, SmoothFit, fit_smooth, predict_smooth
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
-from .traces import cv_groups, row_where, trace_request
+from .traces import cv_groups, row_where, trace_request, trace_wording
 
 # candidates: shrink strength × what the top of the hierarchy pools (the op family across 1D/2D, or all
 # families of the same 1D/2D form)
@@ -71,7 +71,7 @@ def lower_rows(trace: pd.DataFrame) -> tuple[Rows, list[int], list[str]]:
             req, _ = trace_request(row)
             plan = lower.lower(req)
         except PtoCostError as exc:
-            notes.append(f"{row_where(row, multi)}: {exc}")
+            notes.append(f"{row_where(row, multi)}: {trace_wording(str(exc))}")
             continue
         if req.family in REDUCE_FAMILIES:
             notes.append(f"{row_where(row, multi)}: {NOT_ELEMENTWISE} (`fit --model pipeline` reads the row)")

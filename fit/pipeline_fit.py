@@ -122,7 +122,7 @@ def build_cases(frame: pd.DataFrame) -> Cases:
     """Lower every (checked) trace row of an A5 trace to its VF program; rows that fail get case -1."""
     from costmodel.models.a5_pipeline_engine import compile_program
 
-    from .traces import trace_request
+    from .traces import trace_request, trace_wording
 
     templates: list[Template] = []
     sig_index: dict[tuple, int] = {}
@@ -137,7 +137,7 @@ def build_cases(frame: pd.DataFrame) -> Cases:
             prog, note = program_for(req)
             note = "; ".join(n for n in (in_place, note) if n)
         except Exception as exc:  # a row that cannot be modelled is reported, never fatal
-            notes[k] = f"{type(exc).__name__}: {exc}"
+            notes[k] = f"{type(exc).__name__}: {trace_wording(str(exc))}"
             continue
         if note:
             notes[k] = note

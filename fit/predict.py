@@ -6,7 +6,7 @@ import pandas as pd
 
 from costmodel.errors import PtoCostError
 
-from .traces import LINE, check_trace, extra_note, normalise_trace, request_kwargs, trace_request
+from .traces import LINE, check_trace, extra_note, normalise_trace, request_kwargs, trace_request, trace_wording
 
 
 def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd.DataFrame:
@@ -38,7 +38,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
             kw = request_kwargs(row)
             unread = extra_note(row)
         except PtoCostError as exc:
-            note[i] = str(exc)
+            note[i] = trace_wording(str(exc))
             continue
         key = tuple(sorted((k, str(v)) for k, v in kw.items()))
         if key not in cache:
@@ -49,7 +49,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
                 m = models.get(req.arch)
                 cache[key] = (cycles_of(m, plan), strategy, m.name, how)
             except PtoCostError as exc:
-                cache[key] = (np.nan, "", "", str(exc))
+                cache[key] = (np.nan, "", "", trace_wording(str(exc)))
             except Exception as exc:  # a bulk path never aborts on one row
                 cache[key] = (np.nan, "", "", f"internal error: {type(exc).__name__}: {exc}")
         pred[i], strat[i], used[i], note[i] = cache[key]

@@ -37,6 +37,18 @@ def row_where(row: Any, with_trace: bool = False) -> str:
     return f"{row['trace']} {where}" if with_trace and row.get("trace") else where
 
 
+# where a trace carries what a CLI option gives (DESIGN.md §4); any other option is a column of its own name
+_TRACE_NAME = {"shape": "rows/cols", "valid": "valid_rows/valid_cols", "saturation": "saturation_mode",
+               "precision": "op_params", "mask-variant": "op_params", "in-place": "extra isInPlace",
+               "binary": "extra isBinary", "order": "extra variant"}
+
+
+def trace_wording(message: str) -> str:
+    """Return a library message about a trace row with each CLI option it names (`--scalar`) replaced by the trace
+    column or extra key that carries it (`scalar`)."""
+    return re.sub(r"--([a-z][a-z0-9-]*)", lambda m: _TRACE_NAME.get(m[1], m[1].replace("-", "_")), message)
+
+
 @dataclass(frozen=True)
 class Problem:
     """One bad trace row: its file line, the column at fault and what is wrong."""

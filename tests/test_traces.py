@@ -169,6 +169,14 @@ def test_predict_gives_nan_and_reason_never_aborts(tmp_path):
     assert np.isnan(out.loc[2, "predicted_cycles"]) and "unknown op" in out.loc[2, "note"]
 
 
+def test_predict_notes_name_the_trace_column_not_the_cli_option(tmp_path):
+    p = write(tmp_path, "a5,TADDS,f32,8,64,010,100\na5,TCVT,f32,8,64,,100\n",
+              header="arch,op,dtype,rows,cols,scalar,measured_cycles\n")
+    notes = predict_frame(read_trace(p))["note"].tolist()
+    assert notes[0].startswith("scalar '010' has a leading zero"), notes
+    assert "(dst_dtype)" in notes[1] and "--" not in "".join(notes), notes
+
+
 def test_parquet_roundtrip(tmp_path):
     df = pd.DataFrame({"arch": ["a2a3"], "op": ["TMINS"], "dtype": ["fp16"], "rows": [64], "cols": [64],
                        "measured_cycles": [55.0]})
