@@ -368,8 +368,12 @@ def predict(
     added = [c for c in trace.attrs.get("added_columns", [LINE]) if c not in ("strategy",)]
     write_frame(df.drop(columns=added), output)
     n_ok = int(df["predicted_cycles"].notna().sum())
-    render.console(stderr=True).print(render.plain(f"wrote {output}: {n_ok} of {len(df)} rows predicted"
-                                      + (f", {len(df) - n_ok} with a reason in `note`" if n_ok < len(df) else "")))
+    replaced = [c for c in ("predicted_cycles", "model", "note") if c in trace.columns]  # strategy is an input column
+    render.console(stderr=True).print(render.plain(
+        f"wrote {output}: {n_ok} of {len(df)} rows predicted"
+        + (f", {len(df) - n_ok} with a reason in `note`" if n_ok < len(df) else "")
+        + (f"; the input's own {', '.join(replaced)} column{'s' if len(replaced) > 1 else ''} replaced" if replaced
+           else "")))
 
 
 @app.command(cls=_Command)

@@ -100,6 +100,11 @@ def test_predict_writes_the_input_columns_plus_its_own(tmp_path):
         assert list(out.columns) == ["arch", "op", "dtype", "rows", "cols", "id", "strategy", "predicted_cycles",
                                      "model", "note"]
         assert out["id"].tolist() == [7, 8] and out["predicted_cycles"].notna().all()
+        assert "replaced" not in r.stderr
+    again = subprocess.run([sys.executable, "-m", "cli", "predict", str(tmp_path / "out.csv"), "-o",
+                            str(tmp_path / "again.csv")], capture_output=True, text=True)
+    assert again.returncode == 0 and "own predicted_cycles, model, note columns replaced" in again.stderr
+    assert pd.read_csv(tmp_path / "again.csv").columns.tolist() == list(out.columns)
 
 
 def test_compare_frame_marks_one_fastest_preferring_the_default_on_a_tie():
