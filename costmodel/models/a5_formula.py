@@ -324,10 +324,14 @@ class A5FormulaModel:
                  _other_chunk_size(table, key, plan) if src == "family" and key["name"] == "TCVT" else "")
         if extra:
             self.source_note = f"{self.source_note}; {extra}" if self.source_note else extra
-        f = {k: float(v) for k, v in features(t.chunks, t.rows, t.dim, t.flat).items()}
+        # one-element arrays: numpy's array power (SIMD) and its scalar power differ in the last bit on some values,
+        # and a sweep prices the same plans through arrays
+        f = features([t.chunks], [t.rows], [t.dim], [t.flat])
         D, P = bounds(p, d, f)
-        A = float(address_bound(d, f))
-        total = float(combine(D, P, d, A))
+        A = address_bound(d, f)
+        total = float(combine(D, P, d, A)[0])
+        D, P, A = float(D[0]), float(P[0]), float(np.ravel(A)[0])
+        f = {k: float(v[0]) for k, v in f.items()}
         if A > max(P, D):
             coeffs, feature = d, {"a0": "p0", "ac": "p1"}
         else:
