@@ -55,7 +55,8 @@ def validation_figure(df: pd.DataFrame, title: str = ""):
     # rows on the same point (TCVT fp8_e4m3 and fp8_e5m2 measure and predict alike) share one label
     spots = worst.groupby(["measured_cycles", "at"], sort=False).agg(
         a=("a", "max"), err=("err", "first"), label=("label", lambda v: " / ".join(dict.fromkeys(v))))
-    span = float(ok["err"].max() - ok["err"].min()) if len(ok) else 1.0
+    # the panel's height: the ±5 % band is drawn whatever the errors
+    span = float(max(ok["err"].max(), 5.0) - min(ok["err"].min(), -5.0)) if len(ok) else 10.0
     placed: list[tuple[float, float]] = []  # (log10 x, text y) of the labels drawn: nearby ones are pushed apart
     for (measured, _), r in spots.nlargest(RESIDUAL_LABELS, "a").sort_values("err").iterrows():
         y = float(r["err"])
@@ -73,13 +74,15 @@ def validation_figure(df: pd.DataFrame, title: str = ""):
         ax1.fill_between(xs, xs * 0.95, xs * 1.05, color="grey", alpha=0.2, label="±5 %")
     ax1.set_xscale("log")
     ax1.set_yscale("log")
+    ax2.set_xscale("log")
+    for axis in (ax1.xaxis, ax1.yaxis, ax2.xaxis):
+        _cycles_axis(axis)
     ax1.set_xlabel("measured cycles")
     ax1.set_ylabel("predicted cycles")
     ax1.set_title("predicted vs measured")
     ax1.legend(fontsize=7, ncol=2)
     ax2.axhspan(-5, 5, color="grey", alpha=0.2)
     ax2.axhline(0, color="k", lw=1)
-    ax2.set_xscale("log")
     ax2.set_xlabel("measured cycles")
     ax2.set_ylabel("error (predicted − measured) / measured [%]")
     n_out = int((ok["err"].abs() > 5).sum())
@@ -90,6 +93,16 @@ def validation_figure(df: pd.DataFrame, title: str = ""):
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def _cycles_axis(axis) -> None:
+    """Label a log-scaled cycles axis in plain numbers at 1, 2 and 5 per decade (matplotlib's default labels every
+    minor tick of a short range in powers of ten, on top of each other)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _series_label(keys: tuple, names: list[str]) -> str:
