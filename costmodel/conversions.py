@@ -91,6 +91,10 @@ def saturation_flag(value) -> bool | None:
     if isinstance(value, bool):
         return value
     key = str(value).strip().lower().replace("saturationmode::", "").replace("sat_", "")
+    if key.lstrip("+-").replace(".", "", 1).isdigit():
+        # the enum numbers ON=0, OFF=1 (isa.md §4.4) read the other way round from a 0/1 flag
+        raise ParamError(f"saturation mode {value!r} is ambiguous (SaturationMode::ON is 0, OFF 1, where a flag's 0 "
+                         "means off); accepted: on, off")
     if key in TRUE | FALSE:  # the spellings of flags.py
         return key in TRUE
     raise ParamError(f"unknown saturation mode {value!r}; accepted: on, off")

@@ -35,6 +35,17 @@ def test_none_stands_for_the_npu_default(pair, mode, sat):
     assert (req.param("round_mode"), req.param("saturation")) == (mode, sat)
 
 
+@pytest.mark.parametrize("value", ["0", "1", 0, 1, " 1 "])
+def test_a_numeric_saturation_mode_is_refused_as_ambiguous(value):
+    # isa.md §4.4: SaturationMode {ON=0, OFF=1}, the reverse of a 0/1 flag
+    from costmodel.errors import ParamError
+
+    with pytest.raises(ParamError, match="ambiguous.*accepted: on, off"):
+        make_request("TCVT", "1x64", "f32", dst_dtype="i16", saturation=value)
+    for word, sat in (("ON", "on"), ("SaturationMode::OFF", "off"), ("yes", "on")):
+        assert make_request("TCVT", "1x64", "f32", dst_dtype="i16", saturation=word).param("saturation") == sat
+
+
 def test_f32_to_f32_rounds_to_an_integral_value_on_both_arches():
     x = np.zeros((1, 64), np.float32)
     x[0, :5] = [2.5, -0.5, 7.25, 3.5, -2.75]
