@@ -11,6 +11,16 @@ _RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*(?::\s*(\d+))?\s*$")
 SPEC_KEYS = ("ops", "dtypes", "archs", "strategies", "rows", "cols", "valid_rows", "valid_cols", "dst_dtypes", "params")
 SEQUENCE_PARAMS = ("gm_shape",)  # parameters whose one value is a list
 MAX_POINTS = 20_000_000  # a grid's points (before `all` strategies multiply them): ~150 bytes of output each
+# a row or column count: no tile of more elements fits a unified buffer (256 KiB at most, arch constants), and
+# products of two counts and an element's bits stay well inside int64
+MAX_COUNT = 2**24
+
+
+def _count(n: int, what: str, value: Any) -> int:
+    if n > MAX_COUNT:
+        raise PtoCostError(f"{what} {value!r} is too large: counts are at most {MAX_COUNT} (2^24; no tile of more "
+                           "elements fits a unified buffer)")
+    return n
 
 
 def parse_range(value: Any, what: str) -> list[int]:
@@ -30,12 +40,12 @@ def parse_range(value: Any, what: str) -> list[int]:
     if isinstance(value, int) or str(value).strip().isdigit():
         if int(value) < 1:
             raise PtoCostError(f"malformed {what} {value!r}: need N >= 1 (or a range A:B:STEP with 1 <= A <= B)")
-        return [int(value)]
+        return [_count(int(value), what, value)]
     text = str(value).strip()
     m = _RANGE.match(text)
     if not m:
         raise PtoCostError(f"malformed {what} {value!r}: expected N, A:B or A:B:STEP (e.g. 16:2048:16)")
-    a, b, step = int(m.group(1)), int(m.group(2)), int(m.group(3) or 1)
+    a, b, step = int(m.group(1)), _count(int(m.group(2)), what, value), int(m.group(3) or 1)
     if step < 1 or a < 1 or b < a:
         raise PtoCostError(f"malformed {what} {value!r}: need 1 <= A <= B and STEP >= 1")
     if (b - a) // step + 1 > MAX_POINTS:
@@ -169,10 +179,10 @@ def _valid_count(value: Any, what: str) -> int | None:
     if value is None or value == "full":
         return None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
+        return _count(value, what, value)
     text = str(value).strip()
     if text.isdigit() and int(text) >= 1:
-        return int(text)
+        return _count(int(text), what, value)
     raise PtoCostError(f"malformed {what} {value!r}: expected a count >= 1 (every point) or `full` (the whole tile)")
 
 

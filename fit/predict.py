@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 
 from costmodel.errors import PtoCostError
+from costmodel.grid import MAX_COUNT
 
 from .traces import LINE, check_trace, extra_note, normalise_trace, request_kwargs, trace_request, trace_wording
 
@@ -59,7 +60,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
         progress(len(good), len(good))
     for col in ("rows", "cols", "valid_rows", "valid_cols"):  # read as text to be checked; numbers again when all are
         num = pd.to_numeric(out[col], errors="coerce")
-        if num.notna().all() and (num == num.round()).all():
+        if num.notna().all() and (num == num.round()).all() and (num.abs() <= MAX_COUNT).all():
             out[col] = num.astype(np.int64)
     out["predicted_cycles"] = pred
     out["strategy"] = strat

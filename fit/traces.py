@@ -19,6 +19,7 @@ import pandas as pd
 
 from costmodel.errors import TraceError
 from costmodel.flags import FLAG_PARAMS, flag
+from costmodel.grid import MAX_COUNT
 from costmodel.operands import VF_IMPL_KINDS, count  # VF_IMPL_KINDS: costmodel.md §3 step 5 (enum values 0..4)
 
 REQUIRED = ("arch", "op", "dtype", "rows", "cols")
@@ -211,7 +212,11 @@ def _int_column(df: pd.DataFrame, col: str, problems: list[Problem], *, minimum:
     bad = num.isna() | (num < minimum) | (num != np.floor(num))
     for line, val in zip(df.loc[bad, LINE], df.loc[bad, col]):
         problems.append(Problem(int(line), col, f"{val!r} is not an integer >= {minimum}"))
-    return num
+    big = ~bad & (num > MAX_COUNT)
+    for line, val in zip(df.loc[big, LINE], df.loc[big, col]):
+        problems.append(Problem(int(line), col, f"{val!r} is too large: counts are at most {MAX_COUNT} (2^24; no "
+                                                "tile of more elements fits a unified buffer)"))
+    return num.where(~big, np.nan)
 
 
 def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.DataFrame, list[Problem]]:

@@ -22,6 +22,13 @@ def test_parse_range():
     for bad in ("0:4", "8:4", "a:b", "1:4:0"):
         with pytest.raises(PtoCostError, match="malformed"):
             parse_range(bad, "cols")
+    # counts past any unified buffer are refused before they reach the int64 frame (99..9 overflowed it)
+    assert parse_range(2**24, "cols") == [2**24]
+    for big in (2**24 + 1, "99999999999999999999999", "1:99999999999999999999999:99999999999999"):
+        with pytest.raises(PtoCostError, match="too large: counts are at most 16777216"):
+            parse_range(big, "cols")
+    with pytest.raises(PtoCostError, match="valid_rows 99999999999999999999999 is too large"):
+        expand({"ops": ["TADD"], "rows": 2, "cols": 16, "valid_rows": 99999999999999999999999})
 
 
 def test_sweep_matches_single_estimates_and_marks_best():

@@ -177,6 +177,20 @@ def test_predict_notes_name_the_trace_column_not_the_cli_option(tmp_path):
     assert "(dst_dtype)" in notes[1] and "--" not in "".join(notes), notes
 
 
+def test_counts_beyond_any_buffer_are_row_errors_and_kept_as_written(tmp_path):
+    from fit.validate import validate_frame
+
+    p = write(tmp_path, "a2a3,TADD,f16,,99999999999999999999999,16,16,16,,10\na2a3,TADD,f16,,1e30,16,16,16,,10\n"
+                        "a2a3,TADD,f16,,16,16,16,16,,10\n")
+    out = predict_frame(read_trace(p))
+    assert out["rows"].tolist() == ["99999999999999999999999", "1e30", "16"]
+    assert all("is too large: counts are at most 16777216" in n for n in out["note"][:2])
+    assert out["predicted_cycles"][:2].isna().all() and out["predicted_cycles"][2] > 0
+    bad = write(tmp_path, "a2a3,TADD,f16,,16,16,16,16,,abc\n")
+    with pytest.raises(TraceError, match=r"no row has a usable measured_cycles value \(line 2: measured_cycles: 'abc'"):
+        validate_frame(read_trace(bad))
+
+
 def test_parquet_roundtrip(tmp_path):
     df = pd.DataFrame({"arch": ["a2a3"], "op": ["TMINS"], "dtype": ["fp16"], "rows": [64], "cols": [64],
                        "measured_cycles": [55.0]})
