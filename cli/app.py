@@ -195,8 +195,12 @@ def plan(
     if (timeline or chrome_trace) and p.arch != "a5":
         raise PtoCostError(f"{'--timeline' if timeline else '--chrome-trace'} needs --arch a5 (the A5 VF pipeline model)")
     if timeline or chrome_trace:
+        from costmodel.isa_a5 import VfProgram
         from costmodel.models.a5_pipeline import PipelineModel
 
+        if not any(isinstance(b, VfProgram) for b in p.body):
+            raise PtoCostError(f"{'--timeline' if timeline else '--chrome-trace'}: this plan launches no VF program "
+                               "(an empty valid region issues nothing), so there is no pipeline to show; drop the option")
         result = PipelineModel().simulate(p)
         tl = result.timeline(max_iterations=iterations)
     if chrome_trace:
