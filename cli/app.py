@@ -1,5 +1,6 @@
 """The `pto-cost` command line: parse, call the library, render. Errors: one line on stderr, exit 2."""
 
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -722,7 +723,7 @@ def _load_spec(path: str) -> dict:
                 import yaml
             except ImportError:
                 raise PtoCostError("YAML specs need PyYAML (pip install pyyaml); TOML and JSON work without it") from None
-            spec = yaml.safe_load(text)
+            spec = yaml.load(text, Loader=_spec_loader(yaml))
     except PtoCostError:
         raise
     except Exception as exc:
@@ -730,6 +731,19 @@ def _load_spec(path: str) -> dict:
     if not isinstance(spec, dict):
         raise PtoCostError(f"sweep spec {path} must be a mapping of keys (ops, dtypes, archs, strategies, rows, cols)")
     return spec
+
+
+def _spec_loader(yaml):
+    """Return a safe YAML loader that reads `16:32` as the text of a range: YAML 1.1 resolves an unquoted
+    colon-separated number as base 60 (16:32 -> 992)."""
+    class SpecLoader(yaml.SafeLoader):
+        pass
+
+    SpecLoader.yaml_implicit_resolvers = {
+        first: [(tag, re.compile(r"(?!.*:)(?:" + rx.pattern + ")", rx.flags) if tag.endswith((":int", ":float")) else rx)
+                for tag, rx in resolvers]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    return SpecLoader
 
 
 def _checked_spec(spec: dict) -> dict:

@@ -174,13 +174,17 @@ def test_sweep_command_with_spec_formats(tmp_path):
     spec = {"ops": ["TMINS"], "dtypes": ["f16"], "strategies": ["all"], "rows": "1:16:5", "cols": "16:64:16"}
     (tmp_path / "s.json").write_text(json.dumps(spec))
     (tmp_path / "s.toml").write_text('ops = ["TMINS"]\ndtypes = ["f16"]\nstrategies = ["all"]\nrows = "1:16:5"\ncols = "16:64:16"\n')
+    # unquoted: YAML 1.1 would read 1:16 as 76 and 16:64 as 1024 (base 60); the spec means ranges
+    (tmp_path / "s.yaml").write_text("ops: [TMINS]\ndtypes: [f16]\nstrategies: [all]\nrows: 1:16:5\ncols: 16:64:16\n")
     outs = []
-    for name in ("s.json", "s.toml"):
+    for name in ("s.json", "s.toml", "s.yaml"):
         out = tmp_path / f"{name}.csv"
         r = run("sweep", str(tmp_path / name), "-o", str(out), "--verify-sample", "5")
         assert r.returncode == 0, r.stderr
         outs.append(pd.read_csv(out))
     pd.testing.assert_frame_equal(outs[0], outs[1])
+    pd.testing.assert_frame_equal(outs[0], outs[2])
+    assert sorted(set(outs[0]["rows"])) == [1, 6, 11, 16]
     r = run("sweep", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "x.csv"))
     assert r.returncode == 2 and "does not exist" in r.stderr
 
