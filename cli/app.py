@@ -445,7 +445,7 @@ def plot(
     from costmodel.errors import PtoCostError
     from costmodel.grid import expand
     from costmodel.sweep import sweep
-    from fit.io import check_figure_path, check_table_path, save_figure, write_frame
+    from fit.io import atomic_paths, check_figure_path, check_table_path, save_figure, write_frame
     from fit.plots import curves_figure, heatmap_figure
 
     from . import render
@@ -498,9 +498,10 @@ def plot(
             overlay = _on_lines(_measured_points(measured, df, x, fixed, dst, {**params, **fixed_valid}), df, measured,
                                 f"{fixed} = {df[fixed].iloc[0]}")
         fig = curves_figure(df, x, series, title=f"{title}, {fixed} = {df[fixed].iloc[0]}", measured=overlay)
-    save_figure(fig, output)
-    if csv:
-        write_frame(df, csv)
+    with atomic_paths([output, csv] if csv else [output]) as tmps:  # both files or neither
+        save_figure(fig, output, into=tmps[0])
+        if csv:
+            write_frame(df, csv, into=tmps[1])
     n_bad = int(df["cycles"].isna().sum())
     why = f"see `note` in {csv}" if csv else f"e.g. {df.loc[df['cycles'].isna(), 'note'].iloc[0]}" if n_bad else ""
     render.console(stderr=True).print(render.plain(f"wrote {output}" + (f" and {csv}" if csv else "")

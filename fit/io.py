@@ -150,19 +150,22 @@ def check_figure_path(path: str | os.PathLike) -> str:
     return fmt
 
 
-def write_frame(df, path: str | os.PathLike) -> None:
+def write_frame(df, path: str | os.PathLike, *, into: Path | None = None) -> None:
     """Write a DataFrame as CSV or Parquet (by extension), atomically. In Parquet, a text column whose filled cells
     are all numbers is written as numbers (blanks as missing): a checked CSV is read as text, and a typed file should
-    not keep it so; a CSV keeps the text as it was."""
+    not keep it so; a CSV keeps the text as it was. With `into`, write that temporary file of the caller's
+    `atomic_paths` instead."""
     fmt = check_table_path(path)
-    with atomic_path(path) as tmp:
-        if fmt == "parquet":
-            try:
-                _typed(df).to_parquet(tmp, index=False)
-            except ImportError:
-                raise PtoCostError("writing Parquet needs pyarrow (pip install 'pto-cost[parquet]')") from None
-        else:
-            df.to_csv(tmp, index=False)
+    if into is None:
+        with atomic_path(path) as tmp:
+            return write_frame(df, path, into=tmp)
+    if fmt == "parquet":
+        try:
+            _typed(df).to_parquet(into, index=False)
+        except ImportError:
+            raise PtoCostError("writing Parquet needs pyarrow (pip install 'pto-cost[parquet]')") from None
+    else:
+        df.to_csv(into, index=False)
 
 
 def _typed(df):
@@ -227,8 +230,10 @@ def write_json(doc: dict, path: str | os.PathLike) -> None:
         tmp.write_text(json.dumps(doc, allow_nan=False) + "\n")
 
 
-def save_figure(fig, path: str | os.PathLike) -> None:
-    """Save a matplotlib figure (PNG/SVG/PDF/... by extension) atomically."""
+def save_figure(fig, path: str | os.PathLike, *, into: Path | None = None) -> None:
+    """Save a matplotlib figure (PNG/SVG/PDF/... by extension) atomically (`into`: as in `write_frame`)."""
     fmt = check_figure_path(path)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight")
+    if into is None:
+        with atomic_path(path) as tmp:
+            return save_figure(fig, path, into=tmp)
+    fig.savefig(into, format=fmt, dpi=150, bbox_inches="tight")

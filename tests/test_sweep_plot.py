@@ -668,6 +668,12 @@ def test_the_default_plot_models_every_point(tmp_path):
     assert pd.read_csv(tmp_path / "p.csv")["cycles"].notna().all()
 
 
+def test_plot_writes_the_figure_and_its_csv_together_or_neither(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    r = run("plot", "TADD", "-o", str(tmp_path / "q.png"), "--csv", str(tmp_path / "file" / "q.csv"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert not (tmp_path / "q.png").exists()
+
 
 def test_spec_names_in_any_case_and_blanks_name_one_point_each():
     """`Default` and `default` were two strategies and the first spelling failed the sweep; an arch named A5 kept
