@@ -88,8 +88,13 @@ def _scalar(inst: Instruction, arch: str, dt: DType, value: Any, order: str = ""
 
 def count(value: Any, what: str) -> int:
     """Return an integer parameter (2, "2", 2.0 and "2.0" alike); ParamError naming `what` for anything else."""
+    text = str(value).strip()
     try:
-        number = float(str(value).strip())
+        return int(text)  # exactly, however long
+    except ValueError:
+        pass
+    try:
+        number = float(text)
     except ValueError:
         raise ParamError(f"{what} {shown(value)}: expected a whole number") from None
     if not number.is_integer():

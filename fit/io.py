@@ -98,6 +98,8 @@ def _replace_all(tmps: list[Path], targets: list[Path]) -> None:
 
 
 def _not_a_directory(path: str | os.PathLike) -> str | os.PathLike:
+    if not str(path).strip():
+        raise PtoCostError("output path is empty; give a file name")
     if Path(path).is_dir():
         raise PtoCostError(f"output path {path} is a directory; give a file name")
     return path
