@@ -134,7 +134,10 @@ def estimate_text(e) -> None:
     if req is not None:
         t.add_row("tiles", plain(tiles_text(req, collapse=False)))
         if req.params:
-            t.add_row("params", plain(" ".join(f"{k}={_param_text(k, v)}" for k, v in req.params)))
+            exact = req.family == "convert" and req.dtype.is_integer and req.dst.dtype.is_integer
+            t.add_row("params", plain(" ".join(
+                f"{k}={_param_text(k, v)}" + (" (integer to integer: nothing to round)" if exact and k == "round_mode"
+                                              else "") for k, v in req.params)))
     t.add_row("strategy", plain(f"{e.strategy} ({e.strategy_source})"))
     t.add_row("model", plain(e.model))
     t.add_row("cycles", fmt_cycles(e.cycles))

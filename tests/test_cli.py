@@ -520,3 +520,14 @@ def test_long_work_shows_a_spinner_on_a_terminal_only(monkeypatch):
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     with render.status("fitting the formula model") as bar:
         assert [t.description for t in bar.tasks] == ["fitting the formula model"] and bar.tasks[0].total is None
+
+
+def test_timeline_says_when_it_shows_fewer_iterations_than_asked_and_int_casts_round_nothing():
+    r = run("plan", "TADD", "--shape", "16x640", "--dtype", "f32", "--arch", "a5", "--timeline",
+            "--timeline-iterations", "10")
+    assert r.returncode == 0 and "loops ran at most 4 iterations in this simulation, fewer than the 10" in r.stdout
+    r = run("plan", "TADD", "--shape", "16x640", "--dtype", "f32", "--arch", "a5", "--timeline")
+    assert "more dynamic instructions not shown" in r.stdout and "fewer than" not in r.stdout
+    for dst, note in (("i16", True), ("f32", False)):
+        r = run("estimate", "TCVT", "--shape", "4x64", "--dtype", "i32", "--dst-dtype", dst)
+        assert r.returncode == 0 and ("integer to integer: nothing to round" in r.stdout) is note, r.stdout

@@ -167,6 +167,12 @@ class Timeline:
         if shown < len(self.trace):
             lines.append(f"... {len(self.trace) - shown} more dynamic instructions not shown "
                          f"(first {self.max_iterations} iterations of each loop)")
+        else:
+            most = max((i for r in rows for i in r["iterations"]), default=-1) + 1
+            if most and most < self.max_iterations:
+                lines.append(f"every simulated instruction is shown: the loops ran at most {most} iteration"
+                             f"{'s' if most > 1 else ''} in this simulation, fewer than the {self.max_iterations} "
+                             "asked for")
         lines.append(f"this timeline ends at cycle {self.trace.end:.2f} (last done + drain {self.trace.drain:g})")
         return "\n".join(lines)
 
