@@ -26,7 +26,7 @@ SETTINGS = settings(max_examples=40, deadline=None)
 OPS = {
     "unary": ["TABS", "TNEG", "TEXP", "TLOG", "TSQRT", "TRSQRT", "TRECIP", "TRELU", "TNOT"],
     "binary": ["TADD", "TSUB", "TMUL", "TDIV", "TMAX", "TMIN", "TAND", "TOR", "TXOR", "TSHL", "TSHR", "TPRELU",
-               "TFMOD", "TREM", "TPOW"],
+               "TSUBRELU", "TFMOD", "TREM", "TPOW"],
     "binary_scalar": ["TADDS", "TSUBS", "TMULS", "TDIVS", "TMAXS", "TMINS", "TANDS", "TORS", "TXORS", "TSHLS",
                       "TSHRS", "TLRELU", "TFMODS", "TREMS", "TPOWS"],
     "partial": ["TPARTADD", "TPARTMAX", "TPARTMIN", "TPARTMUL"],

@@ -23,7 +23,9 @@ def test_unknown_text_is_an_error_for_flag_and_false_for_truthy():
 def test_every_consumer_reads_the_same_spellings():
     assert lower.strategies(request("TCOLSUM", "5x16", "f16", binary="on"))[0] == "ColBinary"
     assert request("TLOAD", "4x64", "f32", gm_dynamic="yes").param("gm_dynamic") is True
-    assert request("TCVT", "4x64", "f32", dst_dtype="i16", saturation="1").param("saturation") == "on"
+    assert request("TCVT", "4x64", "f32", dst_dtype="i16", saturation="yes").param("saturation") == "on"
+    with pytest.raises(ParamError, match="ambiguous"):  # an enum whose ON is 0 (isa.md §4.4): no 0/1 flag spelling
+        request("TCVT", "4x64", "f32", dst_dtype="i16", saturation="1")
     row = {"op": "TCOLSUM", "arch": "a2a3", "dtype": "f16", "rows": 5, "cols": 16, "valid_rows": 5,
            "valid_cols": 16, "extra": "isBinary=1;isInPlace=yes", "op_params": "", "round_mode": "",
            "saturation_mode": ""}

@@ -111,3 +111,9 @@ def test_bitwise_and_unary_values():
 def test_leaky_relu_forms():
     assert golden("TLRELU", row([-4.0, 3.0, 0.0], np.float32), scalar=0.5).tolist() == [[-2.0, 3.0, 0.0]]
     assert golden("TPRELU", row([-4.0, 3.0], np.float16), row([0.25, 9.0], np.float16)).tolist() == [[-1.0, 3.0]]
+
+
+def test_subrelu_clips_the_difference_at_zero_in_the_type():
+    # isa.md §3 row 142: max(src0 - src1, 0); 2050 - 1 = 2049 is not an f16 (spacing 2 above 2048): 2048
+    out = golden("TSUBRELU", row([2050.0, 1.0, 5.5, -0.0], np.float16), row([1.0, 2.0, 0.25, 0.0], np.float16))
+    assert out.dtype == np.float16 and out.tolist() == [[2048.0, 0.0, 5.25, 0.0]]

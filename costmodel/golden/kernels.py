@@ -170,6 +170,7 @@ KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "neg": _arith(np.negative),
     "not": _arith(np.invert),
     "relu": c_relu,
+    "subrelu": lambda a, b: c_relu(_arith(np.subtract)(a, b)),  # the difference rounded to T, then relu
     "lrelu": lrelu,
     "exp": _exp,
     "log": lambda a: _via_double(np.log, a),
