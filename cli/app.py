@@ -185,6 +185,7 @@ def plan(
     from costmodel.errors import PtoCostError
     from . import render
 
+    _given_path(chrome_trace, "--chrome-trace")
     if chrome_trace and Path(chrome_trace).suffix.lower() != ".json":
         raise PtoCostError(f"--chrome-trace {chrome_trace}: a trace-event file is JSON; give a path ending in .json")
     if iterations is not None and not (timeline or chrome_trace):
@@ -395,6 +396,7 @@ def validate(
 
     from . import render
 
+    _given_path(plot, "--plot")
     if plot:
         from fit.io import check_figure_path
 
@@ -405,7 +407,12 @@ def validate(
     if not rep.overall["n"]:
         notes = rep.unmodelled["note"].astype(str)
         notes = notes[notes != ""]
-        why = notes.value_counts().index[0] if len(notes) else "no row has a prediction and a measurement"
+        why = "no row has a prediction and a measurement"
+        if len(notes):
+            why = notes.value_counts().index[0]
+            line = rep.unmodelled.loc[notes.index[notes == why][0], "line"]
+            why = f"{why} ({rep.unit} {line}" + (f" and {(notes == why).sum() - 1} more" if (notes == why).sum() > 1
+                                                  else "") + ")"
         raise PtoCostError(f"{measured}: no row could be scored with model {model!r}: {why}")
     if plot:
         from fit.io import save_figure
@@ -451,6 +458,7 @@ def plot(
     from . import render
 
     check_figure_path(output)
+    _given_path(csv, "--csv")
     if csv:
         check_table_path(csv)
     arch_name, _ = resolve_arch(arch)
@@ -732,6 +740,14 @@ def _load_spec(path: str) -> dict:
     if not isinstance(spec, dict):
         raise PtoCostError(f"sweep spec {path} must be a mapping of keys (ops, dtypes, archs, strategies, rows, cols)")
     return spec
+
+
+def _given_path(value: Optional[str], option: str) -> None:
+    """Refuse an output option given as an empty path (the shell's `--csv ""`), which would otherwise read as absent."""
+    from costmodel.errors import PtoCostError
+
+    if value is not None and not value.strip():
+        raise PtoCostError(f"{option}: the output path is empty; give a file name")
 
 
 def _spec_loader(yaml):

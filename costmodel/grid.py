@@ -16,10 +16,14 @@ MAX_POINTS = 20_000_000  # a grid's points (before `all` strategies multiply the
 MAX_COUNT = 2**24
 
 
+def too_large(value: Any) -> str:
+    """Return the message for a row or column count above MAX_COUNT (after the name of what holds it)."""
+    return f"{value!r} is too large: counts are at most {MAX_COUNT} (2^24; no tile of more elements fits a unified buffer)"
+
+
 def _count(n: int, what: str, value: Any) -> int:
     if n > MAX_COUNT:
-        raise PtoCostError(f"{what} {value!r} is too large: counts are at most {MAX_COUNT} (2^24; no tile of more "
-                           "elements fits a unified buffer)")
+        raise PtoCostError(f"{what} {too_large(value)}")
     return n
 
 

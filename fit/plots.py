@@ -58,12 +58,18 @@ def validation_figure(df: pd.DataFrame, title: str = ""):
     # the panel's height: the ±5 % band is drawn whatever the errors
     span = float(max(ok["err"].max(), 5.0) - min(ok["err"].min(), -5.0)) if len(ok) else 10.0
     placed: list[tuple[float, float]] = []  # (log10 x, text y) of the labels drawn: nearby ones are pushed apart
+    step = 0.04 * span
+    logs = np.log10(ok["measured_cycles"].to_numpy(float)) if len(ok) else np.zeros(1)
+    near = 0.12 * max(float(logs.max() - logs.min()), 0.05)  # about a label's width, in decades of this panel
     for (measured, _), r in spots.nlargest(RESIDUAL_LABELS, "a").sort_values("err").iterrows():
-        y = float(r["err"])
-        for px, py in sorted(placed, key=lambda p: -p[1]):
-            if abs(np.log10(measured) - px) < 0.3 and abs(y - py) < 0.04 * span:
-                y = py + 0.04 * span
-        placed.append((float(np.log10(measured)), y))
+        x, y = float(np.log10(measured)), float(r["err"])
+        clash = True
+        while clash:  # up past every nearby label, including those a push lands on
+            clash = False
+            for px, py in placed:
+                if abs(x - px) < near and abs(y - py) < 0.999 * step:  # (py + step) - py may round below step
+                    y, clash = py + step, True
+        placed.append((x, y))
         ax2.annotate(f" {r['label']}", (measured, r["err"]), xytext=(measured, y), fontsize=7, color="dimgrey",
                      va="center", arrowprops=None if y == r["err"] else {"arrowstyle": "-", "color": "lightgrey", "lw": 0.6})
     if len(ok):
@@ -75,14 +81,19 @@ def validation_figure(df: pd.DataFrame, title: str = ""):
     ax1.set_xscale("log")
     ax1.set_yscale("log")
     ax2.set_xscale("log")
+    span_of = (float(ok[["measured_cycles", "predicted_cycles"]].min().min()),
+               float(ok[["measured_cycles", "predicted_cycles"]].max().max())) if len(ok) else (1.0, 10.0)
     for axis in (ax1.xaxis, ax1.yaxis, ax2.xaxis):
-        _cycles_axis(axis)
+        _cycles_axis(axis, *span_of)
     ax1.set_xlabel("measured cycles")
     ax1.set_ylabel("predicted cycles")
     ax1.set_title("predicted vs measured")
     ax1.legend(fontsize=7, ncol=2)
     ax2.axhspan(-5, 5, color="grey", alpha=0.2)
     ax2.axhline(0, color="k", lw=1)
+    if placed:  # labels pushed above the highest point stay inside the panel
+        bottom, top = ax2.get_ylim()
+        ax2.set_ylim(bottom, max(top, max(py for _, py in placed) + step))
     ax2.set_xlabel("measured cycles")
     ax2.set_ylabel("error (predicted − measured) / measured [%]")
     n_out = int((ok["err"].abs() > 5).sum())
@@ -95,13 +106,16 @@ def validation_figure(df: pd.DataFrame, title: str = ""):
     return fig
 
 
-def _cycles_axis(axis) -> None:
-    """Label a log-scaled cycles axis in plain numbers at 1, 2 and 5 per decade (matplotlib's default labels every
-    minor tick of a short range in powers of ten, on top of each other)."""
+def _cycles_axis(axis, lo: float, hi: float) -> None:
+    """Label a log-scaled cycles axis spanning `lo`..`hi` in plain numbers, at 1, 2 and 5 per decade over a short
+    range (matplotlib's default labels its minor ticks in powers of ten, on top of each other)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    decades = np.log10(max(hi, 1e-9) / max(lo, 1e-9))
+    # 1, 2, 5 per decade over a short range; over a wide one every decade (or every other past six)
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 3 else (1.0,),
+                                      numticks=12 if decades <= 6 else 7))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0f}" if v < 1e5 else f"{v:.0e}".replace("e+0", "e")))
     axis.set_minor_formatter(NullFormatter())
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from costmodel.errors import TraceError
 from costmodel.flags import FLAG_PARAMS, flag
-from costmodel.grid import MAX_COUNT
+from costmodel.grid import MAX_COUNT, too_large
 from costmodel.operands import VF_IMPL_KINDS, count  # VF_IMPL_KINDS: costmodel.md §3 step 5 (enum values 0..4)
 
 REQUIRED = ("arch", "op", "dtype", "rows", "cols")
@@ -38,16 +38,21 @@ def row_where(row: Any, with_trace: bool = False) -> str:
     return f"{row['trace']} {where}" if with_trace and row.get("trace") else where
 
 
-# where a trace carries what a CLI option gives (DESIGN.md §4); any other option is a column of its own name
+# the command-line options library messages name, and the trace column that carries each (DESIGN.md §4; a sweep's
+# cases file names op parameters like the options); options of the commands themselves (--model) stay as they are
 _TRACE_NAME = {"shape": "rows/cols", "valid": "valid_rows/valid_cols", "saturation": "saturation_mode",
-               "precision": "op_params", "mask-variant": "op_params", "in-place": "extra isInPlace",
-               "binary": "extra isBinary", "order": "extra variant"}
+               **{o: o.replace("-", "_") for o in ("scalar", "dst-dtype", "expand-mode", "expanded", "strategy",
+                                                    "src-valid", "order", "in-place", "dst-layout", "arch",
+                                                    "round-mode")}}
+_OPTION = re.compile(r"--(" + "|".join(sorted(_TRACE_NAME, key=len, reverse=True)) + r")\b(?!-)")
+_QUOTED = re.compile(r"('[^']*'|\"[^\"]*\"|`[^`]*`)")
 
 
 def trace_wording(message: str) -> str:
-    """Return a library message about a trace row with each CLI option it names (`--scalar`) replaced by the trace
-    column or extra key that carries it (`scalar`)."""
-    return re.sub(r"--([a-z][a-z0-9-]*)", lambda m: _TRACE_NAME.get(m[1], m[1].replace("-", "_")), message)
+    """Return a library message about a trace row with each request option it names (`--scalar`) replaced by the
+    trace column that carries it (`scalar`); quoted values and `commands` are left as they are."""
+    parts = _QUOTED.split(message)
+    return "".join(part if i % 2 else _OPTION.sub(lambda m: _TRACE_NAME[m[1]], part) for i, part in enumerate(parts))
 
 
 @dataclass(frozen=True)
@@ -214,8 +219,7 @@ def _int_column(df: pd.DataFrame, col: str, problems: list[Problem], *, minimum:
         problems.append(Problem(int(line), col, f"{val!r} is not an integer >= {minimum}"))
     big = ~bad & (num > MAX_COUNT)
     for line, val in zip(df.loc[big, LINE], df.loc[big, col]):
-        problems.append(Problem(int(line), col, f"{val!r} is too large: counts are at most {MAX_COUNT} (2^24; no "
-                                                "tile of more elements fits a unified buffer)"))
+        problems.append(Problem(int(line), col, too_large(val)))
     return num.where(~big, np.nan)
 
 
@@ -265,7 +269,7 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
             inst.check_dtype(arch.lower(), t, d)
             verdicts[(arch, op, dt, dst)] = None
         except PtoCostError as exc:
-            verdicts[(arch, op, dt, dst)] = ("dtype", str(exc))
+            verdicts[(arch, op, dt, dst)] = ("dtype", trace_wording(str(exc)))
     for line, arch, op, dt, dst in df.loc[~arch_bad, [LINE, "arch", "op", "dtype", "dst_dtype"]].itertuples(index=False):
         v = verdicts.get((arch, op, dt, dst))
         if v:

@@ -34,10 +34,10 @@ class ValidationReport:
 def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -> ValidationReport:
     """Predict every row of a measured trace and return the accuracy report (`progress` as in predict_frame)."""
     pred = predict_frame(trace, model=model, progress=progress)
-    given = pred["measured_cycles"].astype(str).str.strip().ne("") & pred["measured_cycles"].notna()
+    unusable = pred["note"].astype(str).str.startswith("measured_cycles:")
     pred["measured_cycles"] = pd.to_numeric(pred["measured_cycles"], errors="coerce")
-    if not pred["measured_cycles"].notna().any() and given.any():
-        first = pred.loc[given].iloc[0]
+    if not pred["measured_cycles"].notna().any() and unusable.any():
+        first = pred.loc[unusable].iloc[0]
         raise TraceError(f"no row has a usable measured_cycles value ({trace.attrs.get('line_unit', 'line')} "
                          f"{first[LINE]}: {first['note']})")
     if not pred["measured_cycles"].notna().any():

@@ -168,6 +168,13 @@ def test_bad_trace_files_are_one_line_exit_2(tmp_path):
     (["plan", "TCOLSUM", "--shape", "16x16", "--dtype", "f32", "--arch", "a5", "--valid", "16x0", "--chrome-trace",
       "e.json"], "launches no VF program"),
     (["plot", "TADD", "--rows", "99999999999999999999999", "-o", "f.png"], "too large: counts are at most"),
+    (["plot", "TADD", "-o", "f.png", "--csv", ""], "--csv: the output path is empty"),
+    (["validate", "tests/data/small_trace.csv", "--plot", " "], "--plot: the output path is empty"),
+    (["predict", "tests/data/small_trace.csv", "-o", ""], "output path is empty"),
+    (["estimate", "BlockReduceMin", "--dtype", "f16", "--repeat", "99999999999999999999999"],
+     "repeat 99999999999999999999999 is out of range"),
+    (["estimate", "TCOLSUM", "--shape", "9x64", "--dtype", "f16", "--arch", "a5", "--binary"],
+     "accepted on a5: the linear chain"),
     (["plot", "TMINS", "--rows", "64", "--cols", "16:64:16", "-o", "fig.txt"], "unknown image format 'txt'"),
     (["plot", "TMINS", "--rows", "8:64:8", "--cols", "16:64:16", "--measured", "tests/data/small_trace.csv", "-o", "f.png"],
      "a heatmap"),
@@ -531,3 +538,14 @@ def test_timeline_says_when_it_shows_fewer_iterations_than_asked_and_int_casts_r
     for dst, note in (("i16", True), ("f32", False)):
         r = run("estimate", "TCVT", "--shape", "4x64", "--dtype", "i32", "--dst-dtype", dst)
         assert r.returncode == 0 and ("integer to integer: nothing to round" in r.stdout) is note, r.stdout
+
+
+def test_yaml_specs_read_scalars_as_yaml_does_and_colon_numbers_as_text():
+    import yaml
+
+    from cli.app import _spec_loader
+
+    text = "a: 12\nb: -3\nc: 1_000\nd: 1.5\ne: yes\nf: [1, x]\ng: 16:32\nh: 1:16:5\ni: 0x10\nj: .inf\n"
+    got = yaml.load(text, Loader=_spec_loader(yaml))
+    assert got == {**yaml.safe_load(text), "g": "16:32", "h": "1:16:5"}
+    assert yaml.safe_load(text)["g"] == 992  # what YAML 1.1 would have made of it

@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 from costmodel.errors import ParamError, TraceError
 from costmodel.operands import make_request
 from fit.predict import predict_frame
-from fit.traces import LINE, check_trace, parse_extra, read_trace, request_kwargs, trace_request
+from fit.traces import LINE, check_trace, parse_extra, read_trace, request_kwargs, trace_request, trace_wording
 
 HEADER = "arch,op,dtype,dst_dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles\n"
 
@@ -189,6 +189,18 @@ def test_counts_beyond_any_buffer_are_row_errors_and_kept_as_written(tmp_path):
     bad = write(tmp_path, "a2a3,TADD,f16,,16,16,16,16,,abc\n")
     with pytest.raises(TraceError, match=r"no row has a usable measured_cycles value \(line 2: measured_cycles: 'abc'"):
         validate_frame(read_trace(bad))
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("--scalar '010' has a leading zero", "scalar '010' has a leading zero"),
+    ("needs a destination dtype (--dst-dtype)", "needs a destination dtype (dst_dtype)"),
+    ("--saturation on", "saturation_mode on"),
+    ("unknown round mode '--rint'; accepted: rint", "unknown round mode '--rint'; accepted: rint"),  # a value
+    ("use --model pipeline; run `pto-cost fit --model pipeline`", "use --model pipeline; run `pto-cost fit --model pipeline`"),
+    ("--scalar-ish and --strategy", "--scalar-ish and strategy"),
+])
+def test_trace_wording_renames_request_options_only(message, expected):
+    assert trace_wording(message) == expected
 
 
 def test_parquet_roundtrip(tmp_path):

@@ -268,7 +268,7 @@ def check_modelled(req: Request) -> None:
         return
     elif req.op == "TCOLSUM" and req.param("binary"):
         raise NotModelledError("TCOLSUM isBinary (the pairwise tree through tmp) has no A5 lowering; accepted on a5: "
-                               "the linear chain (--linear, binary=False: the CPU reference's order, isa.md §4.3)")
+                               "the linear chain (binary=False: the CPU reference's order, isa.md §4.3)")
     elif req.family == "compare_select" and req.op != "TSEL":
         raise NotModelledError(f"{req.op} has no A5 VF lowering yet (modelled in compare_select: TSEL)")
     else:
