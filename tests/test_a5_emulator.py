@@ -37,6 +37,7 @@ OPS = {
     "row_expand_binary": ["TROWEXPANDADD", "TROWEXPANDSUB", "TROWEXPANDMUL", "TROWEXPANDDIV", "TROWEXPANDMAX",
                           "TROWEXPANDMIN", "TROWEXPANDEXPDIF"],
     "compare_select": ["TSEL"],
+    "ternary": ["TMULADDDST", "TFUSEDMULADDRELU"],
 }
 NUMPY_OP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 
@@ -146,7 +147,7 @@ def legal_strategies(req):
     return [s for s, why in lower.strategies(req)[1].items() if why is None]
 
 
-@pytest.mark.parametrize("family", ["unary", "binary", "binary_scalar"])
+@pytest.mark.parametrize("family", ["unary", "binary", "binary_scalar", "ternary"])
 @SETTINGS
 @given(data=st.data())
 def test_elementwise_strategies_match_the_golden(family, data):

@@ -117,3 +117,16 @@ def test_subrelu_clips_the_difference_at_zero_in_the_type():
     # isa.md §3 row 142: max(src0 - src1, 0); 2050 - 1 = 2049 is not an f16 (spacing 2 above 2048): 2048
     out = golden("TSUBRELU", row([2050.0, 1.0, 5.5, -0.0], np.float16), row([1.0, 2.0, 0.25, 0.0], np.float16))
     assert out.dtype == np.float16 and out.tolist() == [[2048.0, 0.0, 5.25, 0.0]]
+
+
+def test_ternary_ops_read_dst_and_round_the_product_first():
+    # isa.md §4: TMULADDDST = round(round(s0*s1) + dst), TFUSEDMULADDRELU = relu(round(round(s0*dst) + s1)); the
+    # operands are (dst before the op, src0, src1). (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20 rounds to 1 + 2^-9 in f16, so
+    # adding -(1 + 2^-9) gives exactly 0 where a single rounding would keep 2^-20
+    a = row([1 + 2**-10, 2.0], np.float16)
+    d = row([-(1 + 2**-9), 3.0], np.float16)
+    assert golden("TMULADDDST", d, a, a).tolist() == [[0.0, 7.0]]
+    out = golden("TFUSEDMULADDRELU", a, a, d)  # src0*dst + src1 with dst = a, src0 = a, src1 = d
+    assert out.dtype == np.float16 and out.tolist() == [[0.0, 7.0]]
+    assert golden("TFUSEDMULADDRELU", row([1.0], np.float32), row([2.0], np.float32), row([-5.0], np.float32)).tolist() == [[0.0]]
+

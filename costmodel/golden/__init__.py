@@ -37,7 +37,7 @@ def _scalar(params: dict[str, Any], dtype: np.dtype, op: str) -> np.ndarray:
     return np.asarray(params["scalar"]).astype(dtype)
 
 
-ELEMENTWISE_OPERANDS = {"unary": 1, "binary": 2, "binary_scalar": 1}
+ELEMENTWISE_OPERANDS = {"unary": 1, "binary": 2, "binary_scalar": 1, "ternary": 3}  # ternary: dst's own values first
 
 
 def _elementwise(inst, operands: Sequence[np.ndarray], valid, out, params) -> np.ndarray:
@@ -65,6 +65,7 @@ _FAMILIES = {
     "unary": _elementwise,
     "binary": _elementwise,
     "binary_scalar": _elementwise,
+    "ternary": _elementwise,
 }
 
 

@@ -171,6 +171,9 @@ KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "not": _arith(np.invert),
     "relu": c_relu,
     "subrelu": lambda a, b: c_relu(_arith(np.subtract)(a, b)),  # the difference rounded to T, then relu
+    # the ternary ops read dst (their first operand) and round the product before the sum (isa.md §4)
+    "muladddst": lambda d, a, b: _arith(np.add)(_arith(np.multiply)(a, b), d),
+    "fusedmuladdrelu": lambda d, a, b: c_relu(_arith(np.add)(_arith(np.multiply)(a, d), b)),
     "lrelu": lrelu,
     "exp": _exp,
     "log": lambda a: _via_double(np.log, a),
@@ -181,8 +184,8 @@ KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "expdif": expdif,
 }
 
-ARITY = {name: (1 if name in {"abs", "neg", "not", "relu", "exp", "log", "sqrt", "rsqrt", "recip", "copy"} else 2)
-         for name in KERNELS}
+ARITY = {name: (1 if name in {"abs", "neg", "not", "relu", "exp", "log", "sqrt", "rsqrt", "recip", "copy"} else
+                3 if name in {"muladddst", "fusedmuladdrelu"} else 2) for name in KERNELS}
 
 
 def apply(kernel: str, *arrays: np.ndarray) -> np.ndarray:
