@@ -19,7 +19,7 @@ from .flags import flag, shown, truthy
 from .request import Request
 from .tiles import Tile, parse_shape
 
-ELEMENTWISE = ("unary", "binary", "binary_scalar", "ternary")
+ELEMENTWISE = ("unary", "binary", "binary_scalar", "ternary", "tile_scalar_tile")
 DIVIDING = ("div", "rem", "fmod")
 
 
@@ -160,6 +160,8 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
                 params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"), params.get("order", ""))
                 tiles = [("dst", dst), ("src", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src"))]
             else:
+                if fam == "tile_scalar_tile":
+                    params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"), params.get("order", ""))
                 # a ternary op reads dst too: `dst_in`, the destination's values before the op, shares its buffer
                 names = ("dst_in", "src0", "src1") if fam == "ternary" else ("src0", "src1")
                 tiles = [("dst", dst)] + [(n, _tile((rows, cols), dt, (vr, vc), static_valid=sv, name=n)) for n in names]

@@ -38,6 +38,7 @@ OPS = {
                           "TROWEXPANDMIN", "TROWEXPANDEXPDIF"],
     "compare_select": ["TSEL"],
     "ternary": ["TMULADDDST", "TFUSEDMULADDRELU"],
+    "tile_scalar_tile": ["TADDSC", "TSUBSC"],
 }
 NUMPY_OP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 
@@ -147,7 +148,7 @@ def legal_strategies(req):
     return [s for s, why in lower.strategies(req)[1].items() if why is None]
 
 
-@pytest.mark.parametrize("family", ["unary", "binary", "binary_scalar", "ternary"])
+@pytest.mark.parametrize("family", ["unary", "binary", "binary_scalar", "ternary", "tile_scalar_tile"])
 @SETTINGS
 @given(data=st.data())
 def test_elementwise_strategies_match_the_golden(family, data):

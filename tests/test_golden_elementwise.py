@@ -130,3 +130,11 @@ def test_ternary_ops_read_dst_and_round_the_product_first():
     assert out.dtype == np.float16 and out.tolist() == [[0.0, 7.0]]
     assert golden("TFUSEDMULADDRELU", row([1.0], np.float32), row([2.0], np.float32), row([-5.0], np.float32)).tolist() == [[0.0]]
 
+
+
+def test_tile_scalar_tile_adds_the_scalar_to_src0_first():
+    # C++ `src0 + scalar + src1` (isa.md §3 rows 14, 144): 1e8 + 1 rounds back to 1e8 in f32 before src1 comes in
+    a, b = row([1e8, 2.0], np.float32), row([-1e8, 0.5], np.float32)
+    assert golden("TADDSC", a, b, scalar=1.0).tolist() == [[0.0, 3.5]]
+    assert golden("TSUBSC", a, b, scalar=1.0).tolist() == [[0.0, 1.5]]
+    assert golden("TADDSC", row([32767], np.int16), row([5], np.int16), scalar=1).tolist() == [[-32763]]  # wraps

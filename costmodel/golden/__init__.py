@@ -37,7 +37,8 @@ def _scalar(params: dict[str, Any], dtype: np.dtype, op: str) -> np.ndarray:
     return np.asarray(params["scalar"]).astype(dtype)
 
 
-ELEMENTWISE_OPERANDS = {"unary": 1, "binary": 2, "binary_scalar": 1, "ternary": 3}  # ternary: dst's own values first
+# ternary: dst's own values first; tile_scalar_tile: src0 and src1 around the scalar
+ELEMENTWISE_OPERANDS = {"unary": 1, "binary": 2, "binary_scalar": 1, "ternary": 3, "tile_scalar_tile": 2}
 
 
 def _elementwise(inst, operands: Sequence[np.ndarray], valid, out, params) -> np.ndarray:
@@ -54,6 +55,8 @@ def _elementwise(inst, operands: Sequence[np.ndarray], valid, out, params) -> np
     if inst.family == "binary_scalar":
         s = np.broadcast_to(_scalar(params, first.dtype, inst.name), region[0].shape)
         args = (s, region[0]) if params.get("order") == "scalar_tile" else (region[0], s)
+    elif inst.family == "tile_scalar_tile":
+        args = (region[0], np.broadcast_to(_scalar(params, first.dtype, inst.name), region[0].shape), region[1])
     else:
         args = region
     dst = _blank(first.shape, first.dtype, out)
@@ -66,6 +69,7 @@ _FAMILIES = {
     "binary": _elementwise,
     "binary_scalar": _elementwise,
     "ternary": _elementwise,
+    "tile_scalar_tile": _elementwise,
 }
 
 

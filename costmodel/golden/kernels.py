@@ -174,6 +174,9 @@ KERNELS: dict[str, Callable[..., np.ndarray]] = {
     # the ternary ops read dst (their first operand) and round the product before the sum (isa.md §4)
     "muladddst": lambda d, a, b: _arith(np.add)(_arith(np.multiply)(a, b), d),
     "fusedmuladdrelu": lambda d, a, b: c_relu(_arith(np.add)(_arith(np.multiply)(a, d), b)),
+    # tile-scalar-tile: C++ evaluates src0 +/- scalar first, each sum rounded (or wrapped) in T
+    "addsc": lambda a, s, b: _arith(np.add)(_arith(np.add)(a, s), b),
+    "subsc": lambda a, s, b: _arith(np.add)(_arith(np.subtract)(a, s), b),
     "lrelu": lrelu,
     "exp": _exp,
     "log": lambda a: _via_double(np.log, a),
@@ -185,7 +188,7 @@ KERNELS: dict[str, Callable[..., np.ndarray]] = {
 }
 
 ARITY = {name: (1 if name in {"abs", "neg", "not", "relu", "exp", "log", "sqrt", "rsqrt", "recip", "copy"} else
-                3 if name in {"muladddst", "fusedmuladdrelu"} else 2) for name in KERNELS}
+                3 if name in {"muladddst", "fusedmuladdrelu", "addsc", "subsc"} else 2) for name in KERNELS}
 
 
 def apply(kernel: str, *arrays: np.ndarray) -> np.ndarray:
