@@ -187,10 +187,6 @@ KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "expdif": expdif,
 }
 
-ARITY = {name: (1 if name in {"abs", "neg", "not", "relu", "exp", "log", "sqrt", "rsqrt", "recip", "copy"} else
-                3 if name in {"muladddst", "fusedmuladdrelu", "addsc", "subsc"} else 2) for name in KERNELS}
-
-
 def apply(kernel: str, *arrays: np.ndarray) -> np.ndarray:
     """Apply a named kernel to arrays of one element type; returns an array of that type."""
     return KERNELS[kernel](*arrays)

@@ -94,7 +94,8 @@ def modelled(arch: str, family: str, op: str | None = None) -> bool:
     return lowers is None or lowers(op)
 
 
-_A5_FAMILIES = ("unary", "binary", "binary_scalar", "ternary", "tile_scalar_tile", "partial", "col_expand", "col_expand_binary", "row_expand",
-                "row_expand_binary", "convert", "compare_select", "col_reduce", "row_reduce")
+_A5_FAMILIES = ("unary", "binary", "binary_scalar", "ternary", "tile_scalar_tile", "partial", "col_expand",
+                "col_expand_binary", "row_expand", "row_expand_binary", "convert", "compare_select", "col_reduce",
+                "row_reduce")
 for _family in _A5_FAMILIES:
     register("a5", _family, "costmodel.lower.a5.vf")

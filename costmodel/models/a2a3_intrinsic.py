@@ -177,8 +177,9 @@ class IntrinsicModel:
                 unmeasured.add(split_key(key)[1:])
         self.provenance = {"formula": rows_provenance(table, used)}
         notes = [_unmeasured_note(cls, dt, measured_dtypes(table).get(cls, ())) for cls, dt in sorted(unmeasured)]
-        if truthy(plan.request.param("in_place", "")) and plan.request.family != "ternary":  # a ternary op is only
-            notes.append(IN_PLACE_NOTE)                                                      # ever in place
+        # a ternary op is only ever in place: there is no out-of-place plan to compare with
+        if truthy(plan.request.param("in_place", "")) and plan.request.family != "ternary":
+            notes.append(IN_PLACE_NOTE)
         self.source_note = "; ".join(notes)
         return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)
 
