@@ -134,8 +134,9 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     inst.check_dtype(arch, dt, dst_dt)
     params = {k: v for k, v in params.items() if v is not None}
     _check_param_names(params)
-    if "order" in params and inst.name in PARAM_OPS["order"]:  # before the scalar check, which reads it (another
-        params["order"] = choice(params["order"], ("tile_scalar", "scalar_tile"), "--order")  # op: _arch_rules)
+    # canonical before the scalar check reads it; an op that takes no order is refused by _arch_rules
+    if "order" in params and inst.name in PARAM_OPS["order"]:
+        params["order"] = choice(params["order"], ("tile_scalar", "scalar_tile"), "--order")
     if "in_place" in params:
         if flag(params.pop("in_place"), "in_place"):
             params["in_place"] = True  # not in place is the default: the same request as without the parameter
