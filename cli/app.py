@@ -83,7 +83,8 @@ SweepModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", callback=
 
 
 def _kwargs(req: dict) -> dict:
-    return {k: v for k, v in req.items() if v is not None}
+    # --in-place has no negative form: off means not given (a ternary op, always in place, refuses an explicit off)
+    return {k: v for k, v in req.items() if v is not None and not (k == "in_place" and v is False)}
 
 
 @app.command(cls=_Command)
@@ -491,7 +492,8 @@ def plot(
     fixed_valid = {k: v for k, v in (("valid_rows", valid_rows), ("valid_cols", valid_cols)) if v}
     shown = {**fixed_valid, **params}
     conversion = f" {dtype} -> {dst}" if dst else ""
-    used = df["model"].replace("", None).dropna().value_counts()  # every model that priced a point, most used first
+    used = df["model"].astype(str).value_counts()  # every model that priced a point, most used first
+    used = used[(used.index != "") & (used > 0)]
     models = used.index[0] if len(used) == 1 else ", ".join(f"{m} ({n} points)" for m, n in used.items())
     title = (f"{df['op'].iloc[0]}{conversion} on {arch_name} — model{'s' if len(used) > 1 else ''} {models}"
              + (f"\n{', '.join(f'{k}={v}' for k, v in shown.items())}" if shown else ""))

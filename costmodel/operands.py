@@ -137,10 +137,13 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     # canonical before the scalar check reads it; an op that takes no order is refused by _arch_rules
     if "order" in params and inst.name in PARAM_OPS["order"]:
         params["order"] = choice(params["order"], ("tile_scalar", "scalar_tile"), "--order")
+    fam = inst.family
     if "in_place" in params:
         if flag(params.pop("in_place"), "in_place"):
             params["in_place"] = True  # not in place is the default: the same request as without the parameter
-    fam = inst.family
+        elif fam == "ternary":
+            raise ParamError(f"{inst.name} reads and overwrites dst, so it is always in place; in_place=False is not "
+                             "accepted")
     sv = flag(static_valid, "static_valid")
     if fam == "block_reduce":
         tiles, params = _block_reduce_tiles(inst, dt, shape, params)
@@ -155,14 +158,11 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
         if fam in ELEMENTWISE:
             if vr == 0 or vc == 0:
                 raise ShapeError(f"valid region {vr}x{vc} is empty; {inst.name} needs at least 1x1")
-            if fam == "unary":
-                tiles = [("dst", dst), ("src", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src"))]
-            elif fam == "binary_scalar":
+            if fam in ("binary_scalar", "tile_scalar_tile"):
                 params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"), params.get("order", ""))
+            if fam in ("unary", "binary_scalar"):
                 tiles = [("dst", dst), ("src", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src"))]
             else:
-                if fam == "tile_scalar_tile":
-                    params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"), params.get("order", ""))
                 # a ternary op reads dst too: `dst_in`, the destination's values before the op, shares its buffer
                 names = ("dst_in", "src0", "src1") if fam == "ternary" else ("src0", "src1")
                 tiles = [("dst", dst)] + [(n, _tile((rows, cols), dt, (vr, vc), static_valid=sv, name=n)) for n in names]
@@ -438,7 +438,7 @@ def _src_valid(inst, arch, tiles, text):
     """A source valid region differing from dst: A5 tile-scalar/unary ops need equal valid cols only (isa.md §3)."""
     names = [n for n, _ in tiles]
     if inst.family not in ("binary_scalar", "unary") or "src" not in names:
-        raise ParamError(f"--src-valid applies to unary and tile-scalar ops; {inst.name} is {inst.family}")
+        raise ParamError(f"--src-valid applies to unary and binary_scalar ops; {inst.name} is {inst.family}")
     dst = tiles[0][1]
     vr, vc = parse_shape(text, what="src valid region", allow_zero=True)
     if vc != dst.valid_cols or (arch != "a5" and vr != dst.valid_rows):

@@ -138,3 +138,16 @@ def test_tile_scalar_tile_adds_the_scalar_to_src0_first():
     assert golden("TADDSC", a, b, scalar=1.0).tolist() == [[0.0, 3.5]]
     assert golden("TSUBSC", a, b, scalar=1.0).tolist() == [[0.0, 1.5]]
     assert golden("TADDSC", row([32767], np.int16), row([5], np.int16), scalar=1).tolist() == [[-32763]]  # wraps
+    # half: the C++ expression is computed in float and rounded once (isa.md §4), so 1e-4 survives 1 - 1
+    out = golden("TADDSC", row([1.0], np.float16), row([-1.0], np.float16), scalar=1e-4)
+    assert out.dtype == np.float16 and out[0, 0] == np.float16(1e-4)
+
+
+def test_a_ternary_op_is_always_in_place():
+    from costmodel.errors import ParamError
+    from costmodel.operands import make_request
+
+    assert make_request("TMULADDDST", "4x64", "f32").param("in_place") is True
+    with pytest.raises(ParamError, match="always in place; in_place=False is not accepted"):
+        make_request("TMULADDDST", "4x64", "f32", in_place=False)
+

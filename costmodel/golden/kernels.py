@@ -34,6 +34,15 @@ def _arith(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     return kernel
 
 
+def _once_in_float(fn: Callable[..., np.ndarray], *arrays: np.ndarray) -> np.ndarray:
+    """Return fn over the arrays in T, each operation rounded (or wrapped) in T, except for half: computed in float
+    and rounded once (isa.md §4: a numpy reference computes a C++ expression on half in float32)."""
+    if arrays[0].dtype == np.float16:
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(*(a.astype(np.float32) for a in arrays))).astype(np.float16)
+    return _arith(fn)(*arrays)
+
+
 def trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Return a / b in T: IEEE for floats, truncation toward zero for integers (C++ `/`)."""
     if not _is_int(a):
@@ -174,9 +183,9 @@ KERNELS: dict[str, Callable[..., np.ndarray]] = {
     # the ternary ops read dst (their first operand) and round the product before the sum (isa.md §4)
     "muladddst": lambda d, a, b: _arith(np.add)(_arith(np.multiply)(a, b), d),
     "fusedmuladdrelu": lambda d, a, b: c_relu(_arith(np.add)(_arith(np.multiply)(a, d), b)),
-    # tile-scalar-tile: C++ evaluates src0 +/- scalar first, each sum rounded (or wrapped) in T
-    "addsc": lambda a, s, b: _arith(np.add)(_arith(np.add)(a, s), b),
-    "subsc": lambda a, s, b: _arith(np.add)(_arith(np.subtract)(a, s), b),
+    # tile-scalar-tile: C++ evaluates src0 +/- scalar first, each sum rounded (or wrapped) in T; half once
+    "addsc": lambda a, s, b: _once_in_float(lambda x, y, z: (x + y) + z, a, s, b),
+    "subsc": lambda a, s, b: _once_in_float(lambda x, y, z: (x - y) + z, a, s, b),
     "lrelu": lrelu,
     "exp": _exp,
     "log": lambda a: _via_double(np.log, a),

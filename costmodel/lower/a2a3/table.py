@@ -73,7 +73,11 @@ def lowering_row(req: Request) -> LoweringRow:
     """Return the base row for the request (a dtype-specific row beats `*`, a conditioned row beats none)."""
     cands = [r for r in _rows() if r.op == req.op and not r.name and r.matches(req)]
     if not cands:
-        raise NotModelledError(f"{req.op} has no A2/A3 lowering for {req.dtype} yet; see `pto-cost ops --arch a2a3` for modelled ops")
+        own = [r for r in _rows() if r.op == req.op and not r.name]
+        types = " ".join(dict.fromkeys(t for r in own for t in r.dtypes))
+        if own and types != "*":
+            raise NotModelledError(f"{req.op} has no A2/A3 lowering for {req.dtype} (lowered for: {types})")
+        raise NotModelledError(f"{req.op} has no A2/A3 lowering; see `pto-cost ops --arch a2a3` for modelled ops")
     return _best(cands)
 
 

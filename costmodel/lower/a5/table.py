@@ -49,7 +49,8 @@ def op_row(req: Request) -> OpRow:
         own = [r for r in _op_rows() if r.op == req.op]
         if own:
             types = " ".join(dict.fromkeys(t for r in own if not r.when for t in r.dtypes))
-            given = " with these parameters" if req.params else ""
+            of_dtype = any(r.dtypes == ("*",) or req.dtype.name in r.dtypes for r in own)  # under other parameters
+            given = " with these parameters" if of_dtype else ""
             raise NotModelledError(f"{req.op} has no A5 VF lowering for {req.dtype}{given} (lowered for: {types})")
         raise NotModelledError(f"{req.op} has no A5 VF lowering; modelled A5 ops: {', '.join(modelled_ops())}")
     return max(cands, key=lambda r: (len(r.when), r.dtypes != ("*",)))
