@@ -87,7 +87,8 @@ def golden(op: str, *operands: np.ndarray, valid: Any = None, out: np.ndarray | 
     `valid` is the destination's valid (rows, cols) — sources are read at the same (i, j) — or, for ops whose
     operands have their own regions (TPART*, TROWEXPAND*), a sequence of regions: destination first, then each
     source. TPARTARGMAX/ARGMIN take (src0, src1, src0_idx, src1_idx) and return (values, indices). Ops whose dst
-    shape differs from every source (TCOLEXPAND, TROWEXPAND) take `dst_shape=(rows, cols)` or `out=`.
+    shape differs from every source (TCOLEXPAND, TROWEXPAND) take `dst_shape=(rows, cols)` or `out=`. The ternary
+    ops take (dst before the op, src0, src1); TADDSC/TSUBSC take (src0, src1) and `scalar=`.
     """
     inst = instruction(op)
     fn = _FAMILIES.get(inst.family)
