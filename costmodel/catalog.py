@@ -11,6 +11,12 @@ from .errors import UnknownOpError, UnsupportedDtypeError
 from .dtypes import DType
 
 
+# the elementwise families and the source tiles each reads (a ternary op's first is dst's own values): one list for
+# the request builder, the golden, the lowerings of both arches and the closed-form sweep
+ELEMENTWISE_SOURCES = {"unary": 1, "binary": 2, "binary_scalar": 1, "ternary": 3, "tile_scalar_tile": 2}
+ELEMENTWISE = tuple(ELEMENTWISE_SOURCES)
+
+
 @dataclass(frozen=True)
 class Instruction:
     """One catalogue row. `dtypes[arch]` holds dtype names, or `src>dst` pairs for conversions."""

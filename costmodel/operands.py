@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .arch import check_arch
-from .catalog import Instruction, instruction
+from .catalog import ELEMENTWISE, Instruction, instruction
 from .dtypes import DType, dtype as as_dtype
 from .emulate.data import default_scalar, float_info
 from .errors import ParamError, ShapeError
@@ -19,7 +19,6 @@ from .flags import flag, shown, truthy
 from .request import Request
 from .tiles import Tile, parse_shape
 
-ELEMENTWISE = ("unary", "binary", "binary_scalar", "ternary", "tile_scalar_tile")
 DIVIDING = ("div", "rem", "fmod")
 
 

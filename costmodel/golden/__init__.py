@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..catalog import instruction
+from ..catalog import ELEMENTWISE_SOURCES, instruction
 from ..errors import NotModelledError, ParamError, PtoCostError, ShapeError
 from .kernels import apply
 
@@ -37,12 +37,10 @@ def _scalar(params: dict[str, Any], dtype: np.dtype, op: str) -> np.ndarray:
     return np.asarray(params["scalar"]).astype(dtype)
 
 
-# ternary: dst's own values first; tile_scalar_tile: src0 and src1 around the scalar
-ELEMENTWISE_OPERANDS = {"unary": 1, "binary": 2, "binary_scalar": 1, "ternary": 3, "tile_scalar_tile": 2}
 
 
 def _elementwise(inst, operands: Sequence[np.ndarray], valid, out, params) -> np.ndarray:
-    want = ELEMENTWISE_OPERANDS[inst.family]
+    want = ELEMENTWISE_SOURCES[inst.family]
     if len(operands) != want:
         raise ParamError(f"{inst.name} takes {want} source tile{'s' if want > 1 else ''}, got {len(operands)}")
     if any(np.ndim(a) != 2 for a in operands):
@@ -64,13 +62,7 @@ def _elementwise(inst, operands: Sequence[np.ndarray], valid, out, params) -> np
     return dst
 
 
-_FAMILIES = {
-    "unary": _elementwise,
-    "binary": _elementwise,
-    "binary_scalar": _elementwise,
-    "ternary": _elementwise,
-    "tile_scalar_tile": _elementwise,
-}
+_FAMILIES = {family: _elementwise for family in ELEMENTWISE_SOURCES}
 
 
 def register(family: str):

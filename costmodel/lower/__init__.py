@@ -3,17 +3,14 @@ from __future__ import annotations
 
 import importlib
 
+from ..catalog import ELEMENTWISE
 from ..errors import NotModelledError, StrategyError
 from ..plan import Plan
 from ..request import Request
 
 # (arch, family) -> module implementing strategies(req) and lower(req, strategy)
 _MODULES = {
-    ("a2a3", "unary"): "costmodel.lower.a2a3.elementwise",
-    ("a2a3", "binary"): "costmodel.lower.a2a3.elementwise",
-    ("a2a3", "binary_scalar"): "costmodel.lower.a2a3.elementwise",
-    ("a2a3", "ternary"): "costmodel.lower.a2a3.elementwise",
-    ("a2a3", "tile_scalar_tile"): "costmodel.lower.a2a3.elementwise",
+    **{("a2a3", family): "costmodel.lower.a2a3.elementwise" for family in ELEMENTWISE},
     ("a2a3", "row_reduce"): "costmodel.lower.a2a3.rowreduce",
     ("a2a3", "col_reduce"): "costmodel.lower.a2a3.colreduce",
     ("a2a3", "convert"): "costmodel.lower.a2a3.convert",
@@ -94,8 +91,7 @@ def modelled(arch: str, family: str, op: str | None = None) -> bool:
     return lowers is None or lowers(op)
 
 
-_A5_FAMILIES = ("unary", "binary", "binary_scalar", "ternary", "tile_scalar_tile", "partial", "col_expand",
-                "col_expand_binary", "row_expand", "row_expand_binary", "convert", "compare_select", "col_reduce",
-                "row_reduce")
+_A5_FAMILIES = (*ELEMENTWISE, "partial", "col_expand", "col_expand_binary", "row_expand", "row_expand_binary",
+                "convert", "compare_select", "col_reduce", "row_reduce")
 for _family in _A5_FAMILIES:
     register("a5", _family, "costmodel.lower.a5.vf")

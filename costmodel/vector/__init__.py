@@ -25,11 +25,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..catalog import ELEMENTWISE
 from ..errors import PtoCostError
 from ..lower.alloc import aligned, overflow_message
 from ..request import Request
 
-VECTOR_FAMILIES = ("unary", "binary", "binary_scalar", "ternary", "tile_scalar_tile")
+VECTOR_FAMILIES = ELEMENTWISE
 # conversions run the same loops (A5, costmodel.md §3 step 3) or emission modes (A2/A3, the unary rule of §6) as a
 # unary op, one source and one destination; TSEL the binary loops (A5) or counter-mode calls (A2/A3) plus a mask of
 # one bit per element
