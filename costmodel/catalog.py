@@ -45,7 +45,8 @@ class Instruction:
         toks = self.dtypes_on(arch)
         if not toks:
             other = [a for a in ARCHES if self.dtypes_on(a)]
-            where = f"; it is available on {', '.join(other)}" if other else ""
+            where = (f"; it is available on {', '.join(other)}" if other else
+                     "; the reference lists no element types for it on any arch (e.g. a CPU-simulator-only op)")
             raise UnsupportedDtypeError(f"{self.name} is not available on {arch}{where}")
         plain = {t for t in toks if ">" not in t}
         pairs = [t for t in toks if ">" in t]

@@ -137,6 +137,9 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     if "order" in params and inst.name in PARAM_OPS["order"]:
         params["order"] = choice(params["order"], ("tile_scalar", "scalar_tile"), "--order")
     fam = inst.family
+    given = [n for n, v in (("src0_valid", src0_valid), ("src1_valid", src1_valid)) if v is not None and v != ""]
+    if given and fam != "partial":
+        raise ParamError(f"{'/'.join(given)} applies to the partial ops (TPART*), not {inst.name} ({fam})")
     if "in_place" in params:
         if flag(params.pop("in_place"), "in_place"):
             params["in_place"] = True  # not in place is the default: the same request as without the parameter

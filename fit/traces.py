@@ -268,8 +268,9 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
             d = as_dtype(dst) if dst else None
             inst.check_dtype(arch.lower(), t, d)
             verdicts[(arch, op, dt, dst)] = None
-        except PtoCostError as exc:
-            verdicts[(arch, op, dt, dst)] = ("dtype", trace_wording(str(exc)))
+        except PtoCostError as exc:  # an op with no dtype on the arch is the op's fault, not the dtype's
+            column = "dtype" if inst.dtypes_on(arch.lower()) else "op"
+            verdicts[(arch, op, dt, dst)] = (column, trace_wording(str(exc)))
     for line, arch, op, dt, dst in df.loc[~arch_bad, [LINE, "arch", "op", "dtype", "dst_dtype"]].itertuples(index=False):
         v = verdicts.get((arch, op, dt, dst))
         if v:
