@@ -46,10 +46,11 @@ class Plan:
     def listing(self) -> str:
         """Return the plan as a disassembly-like text listing."""
         lines = [f"; {self.op} on {self.arch}, strategy {self.strategy}"]
+        width = max([5] + [len(b.name) for b in self.buffers])
         for buf in self.buffers:
             role = "scratch" if buf.scratch else "tile"
             base = constants(self.arch).ub_bytes if buf.space == "gm" else 0
-            lines.append(f"; {buf.name:<5} @{buf.space.upper()}+{buf.offset - base:<6} {role} {buf.tile.describe()}")
+            lines.append(f"; {buf.name:<{width}} @{buf.space.upper()}+{buf.offset - base:<6} {role} {buf.tile.describe()}")
         lines.extend(f"; note: {n}" for n in self.notes)
         for instr in self.body:
             lines.extend(instr.listing_lines() if hasattr(instr, "listing_lines") else [instr.listing()])
