@@ -13,8 +13,11 @@ from .dtypes import DType
 
 # the elementwise families and the source tiles each reads (a ternary op's first is dst's own values): one list for
 # the request builder, the golden, the lowerings of both arches and the closed-form sweep
-ELEMENTWISE_SOURCES = {"unary": 1, "binary": 2, "binary_scalar": 1, "ternary": 3, "tile_scalar_tile": 2}
+ELEMENTWISE_SOURCES = {"unary": 1, "binary": 2, "binary_scalar": 1, "ternary": 3, "tile_scalar_tile": 2,
+                       "fused_scalar": 2}
 ELEMENTWISE = tuple(ELEMENTWISE_SOURCES)
+READS_DST = ("ternary", "fused_scalar")  # families whose first source, dst_in, is dst's own values: always in place
+SCALAR_FAMILIES = ("binary_scalar", "tile_scalar_tile", "fused_scalar")  # elementwise families taking a scalar
 
 
 @dataclass(frozen=True)

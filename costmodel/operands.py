@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 
 from .arch import check_arch
-from .catalog import ELEMENTWISE, Instruction, instruction
+from .catalog import ELEMENTWISE, READS_DST, SCALAR_FAMILIES, Instruction, instruction
 from .dtypes import DType, dtype as as_dtype
 from .emulate.data import default_scalar, float_info
-from .errors import ParamError, ShapeError
+from .errors import NotModelledError, ParamError, ShapeError
 from .flags import flag, shown, truthy
 from .request import Request
 from .tiles import Tile, parse_shape
@@ -143,7 +143,7 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     if "in_place" in params:
         if flag(params.pop("in_place"), "in_place"):
             params["in_place"] = True  # not in place is the default: the same request as without the parameter
-        elif fam == "ternary":
+        elif fam in READS_DST:
             raise ParamError(f"{inst.name} reads and overwrites dst, so it is always in place; in_place=False is not "
                              "accepted")
     sv = flag(static_valid, "static_valid")
@@ -158,17 +158,20 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
         dst = _tile((rows, cols), dst_dt or dt, valid, static_valid=sv, name="dst")
         vr, vc = dst.valid
         if fam in ELEMENTWISE:
+            if fam in READS_DST and dst_dt is not None and dst_dt != dt:
+                raise NotModelledError(f"{inst.name} {dt} -> {dst_dt} (a read-modify-write of a wider dst) is not "
+                                       f"modelled; accepted: src0 and dst of one dtype ({dt} -> {dt})")
             if vr == 0 or vc == 0:
                 raise ShapeError(f"valid region {vr}x{vc} is empty; {inst.name} needs at least 1x1")
-            if fam in ("binary_scalar", "tile_scalar_tile"):
+            if fam in SCALAR_FAMILIES:
                 params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"), params.get("order", ""))
             if fam in ("unary", "binary_scalar"):
                 tiles = [("dst", dst), ("src", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src"))]
             else:
                 # a ternary op reads dst too: `dst_in`, the destination's values before the op, shares its buffer
-                names = ("dst_in", "src0", "src1") if fam == "ternary" else ("src0", "src1")
+                names = {"ternary": ("dst_in", "src0", "src1"), "fused_scalar": ("dst_in", "src0")}.get(fam, ("src0", "src1"))
                 tiles = [("dst", dst)] + [(n, _tile((rows, cols), dt, (vr, vc), static_valid=sv, name=n)) for n in names]
-                if fam == "ternary":
+                if fam in READS_DST:
                     params["in_place"] = True
         elif fam == "partial":
             tiles = _partial_tiles(inst, arch, dt, (rows, cols), dst, src0_valid, src1_valid, sv, params)

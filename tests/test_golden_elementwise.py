@@ -151,3 +151,11 @@ def test_a_ternary_op_is_always_in_place():
     with pytest.raises(ParamError, match="always in place; in_place=False is not accepted"):
         make_request("TMULADDDST", "4x64", "f32", in_place=False)
 
+
+def test_axpy_rounds_the_product_before_adding_dst():
+    # isa.md §4: TAXPY (f16) = round(dst + round(src * scalar)); operands (dst before the op, src0)
+    a = row([1 + 2**-10, 2.0], np.float16)
+    d = row([-(1 + 2**-9), 1.0], np.float16)
+    out = golden("TAXPY", d, a, scalar=1 + 2**-10)
+    assert out.dtype == np.float16 and out.tolist() == [[0.0, np.float16(1.0) + np.float16(2.0 * (1 + 2**-10))]]
+

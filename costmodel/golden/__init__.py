@@ -53,8 +53,9 @@ def _elementwise(inst, operands: Sequence[np.ndarray], valid, out, params) -> np
     if inst.family == "binary_scalar":
         s = np.broadcast_to(_scalar(params, first.dtype, inst.name), region[0].shape)
         args = (s, region[0]) if params.get("order") == "scalar_tile" else (region[0], s)
-    elif inst.family == "tile_scalar_tile":
-        args = (region[0], np.broadcast_to(_scalar(params, first.dtype, inst.name), region[0].shape), region[1])
+    elif inst.family in ("tile_scalar_tile", "fused_scalar"):  # (src0, s, src1) and (dst before the op, src0, s)
+        s = np.broadcast_to(_scalar(params, first.dtype, inst.name), region[0].shape)
+        args = (region[0], s, region[1]) if inst.family == "tile_scalar_tile" else (region[0], region[1], s)
     else:
         args = region
     dst = _blank(first.shape, first.dtype, out)
@@ -80,7 +81,8 @@ def golden(op: str, *operands: np.ndarray, valid: Any = None, out: np.ndarray | 
     operands have their own regions (TPART*, TROWEXPAND*), a sequence of regions: destination first, then each
     source. TPARTARGMAX/ARGMIN take (src0, src1, src0_idx, src1_idx) and return (values, indices). Ops whose dst
     shape differs from every source (TCOLEXPAND, TROWEXPAND) take `dst_shape=(rows, cols)` or `out=`. The ternary
-    ops take (dst before the op, src0, src1); TADDSC/TSUBSC take (src0, src1) and `scalar=`.
+    ops take (dst before the op, src0, src1), TAXPY (dst before the op, src0) and `scalar=`; TADDSC/TSUBSC take
+    (src0, src1) and `scalar=`.
     """
     inst = instruction(op)
     fn = _FAMILIES.get(inst.family)

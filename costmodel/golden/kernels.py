@@ -183,6 +183,8 @@ KERNELS: dict[str, Callable[..., np.ndarray]] = {
     # the ternary ops read dst (their first operand) and round the product before the sum (isa.md §4)
     "muladddst": lambda d, a, b: _arith(np.add)(_arith(np.multiply)(a, b), d),
     "fusedmuladdrelu": lambda d, a, b: c_relu(_arith(np.add)(_arith(np.multiply)(a, d), b)),
+    # TAXPY: dst + round(src0 * s), the product rounded in T first (isa.md §4)
+    "axpy": lambda d, a, s: _arith(np.add)(d, _arith(np.multiply)(a, s)),
     # tile-scalar-tile: C++ evaluates src0 +/- scalar first, each sum rounded (or wrapped) in T; half once
     "addsc": lambda a, s, b: _once_in_float(lambda x, y, z: (x + y) + z, a, s, b),
     "subsc": lambda a, s, b: _once_in_float(lambda x, y, z: (x - y) + z, a, s, b),

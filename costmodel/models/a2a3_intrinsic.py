@@ -13,6 +13,7 @@ import functools
 import math
 from collections import defaultdict
 
+from ..catalog import READS_DST
 from ..dtypes import dtype as as_dtype
 from ..flags import truthy
 from ..isa_a2a3 import (FULL_MASK, Addr, CopyGmToUb, CopyUB, CopyUbToGm, PipeBarrier, ScalarLoop, ScalarMove, SetMaskMode,
@@ -177,8 +178,8 @@ class IntrinsicModel:
                 unmeasured.add(split_key(key)[1:])
         self.provenance = {"formula": rows_provenance(table, used)}
         notes = [_unmeasured_note(cls, dt, measured_dtypes(table).get(cls, ())) for cls, dt in sorted(unmeasured)]
-        # a ternary op is only ever in place: there is no out-of-place plan to compare with
-        if truthy(plan.request.param("in_place", "")) and plan.request.family != "ternary":
+        # an op that reads dst is only ever in place: there is no out-of-place plan to compare with
+        if truthy(plan.request.param("in_place", "")) and plan.request.family not in READS_DST:
             notes.append(IN_PLACE_NOTE)
         self.source_note = "; ".join(notes)
         return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)
