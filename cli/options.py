@@ -41,7 +41,7 @@ REQUEST_OPTIONS: dict[str, tuple[Any, Any]] = {
     "in_place": (Annotated[bool, typer.Option("--in-place", metavar="", help="dst overwrites the first source (src, src0): A5 every elementwise op (not the reductions, whose dst has another shape); A2/A3 the elementwise ops whose sequence reads that source before writing dst.", rich_help_panel=OPS)], False),
     "vf_impl_kind": (Annotated[Optional[str], typer.Option("--vf-impl-kind", help="A5: requested VF loop form, by name or enum value: VFIMPL_DEFAULT (0), VFIMPL_1D_NO_POST_UPDATE (1), VFIMPL_2D_NO_POST_UPDATE (2), VFIMPL_1D_POST_UPDATE (3), VFIMPL_2D_POST_UPDATE (4); with the tile's contiguity it picks the emitted loop.", rich_help_panel=OPS)], None),
     "precision": (Annotated[Optional[str], typer.Option("--precision", help="Algorithm variant: default or high_precision (A5 TRECIP).", rich_help_panel=OPS)], None),
-    "src_valid": (Annotated[Optional[str], typer.Option("--src-valid", help="Unary / tile-scalar ops: src valid region when it differs from dst's (A5 needs equal valid cols only).", rich_help_panel=OPS)], None),
+    "src_valid": (Annotated[Optional[str], typer.Option("--src-valid", help="Unary and binary_scalar ops (one source: TEXP, TADDS, ...): src valid region when it differs from dst's (A5 needs equal valid cols only).", rich_help_panel=OPS)], None),
 }
 
 

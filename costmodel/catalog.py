@@ -56,6 +56,9 @@ class Instruction:
         if dst is None or dst == dt:
             if dt.name in plain or "any" in plain or f"{dt.name}>{dt.name}" in pairs:
                 return
+            if pairs and not plain and dt.name not in {t.partition(">")[0] for t in pairs}:
+                sources = " ".join(dict.fromkeys(t.partition(">")[0] for t in pairs))
+                raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {sources}")
             if pairs and not plain:
                 what = "needs a destination dtype" if dst is None else f"does not convert {dt.name} to {dt.name}"
                 raise UnsupportedDtypeError(

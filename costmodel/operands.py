@@ -57,7 +57,7 @@ def _scalar(inst: Instruction, arch: str, dt: DType, value: Any, order: str = ""
     divides = inst.kernel in DIVIDING and order != "scalar_tile"
     if dt.is_integer:
         if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
-            raise ParamError(f"{inst.name} on {dt} needs an integer scalar; got {value!r}")
+            raise ParamError(f"{inst.name} on {dt} needs an integer scalar; got {float(value)!r}")
         info = np.iinfo(dt.np)
         if not info.min <= int(value) <= info.max:
             raise ParamError(f"scalar {value} does not fit {dt} (accepted range {info.min}..{info.max})")
@@ -380,7 +380,7 @@ PARAM_FAMILIES = {
     "gm_shape": ("data_movement",), "pad": ("data_movement",),
     "expand_mode": ("row_expand", "row_expand_binary"), "expanded": ("row_expand_binary",),
     "idx_dtype": ("partial", "gather_scatter"), "mask_variant": ("compare_select",),
-    "scalar": ("binary_scalar", "tile_scalar_tile", "fused_scalar", "compare_select", "scalar_broadcast"),
+    "scalar": (*SCALAR_FAMILIES, "compare_select", "scalar_broadcast"),
     **dict.fromkeys(("layout", "gm_dynamic", "src_loc", "dst_loc"), ("data_movement",)),
     **dict.fromkeys(("repeat", "mask", "dst_rep_stride", "src_blk_stride", "src_rep_stride"), ("block_reduce",)),
 }

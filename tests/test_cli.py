@@ -181,6 +181,8 @@ def test_bad_trace_files_are_one_line_exit_2(tmp_path):
     (["estimate", "TFUSEDMULADD", "--shape", "8x64", "--dtype", "f32"], "TFUSEDMULADD has no A2/A3 lowering; see"),
     (["estimate", "TADD", "--shape", "16x64", "--src0-valid", "4x32"], "src0_valid applies to the partial ops"),
     (["estimate", "TADDC", "--shape", "8x64", "--dtype", "f32"], "the reference lists no element types for it"),
+    (["estimate", "TAXPY", "--shape", "16x64", "--dtype", "i32"], "TAXPY does not support i32 on a2a3; accepted: f16 f32"),
+    (["estimate", "TAXPY", "--shape", "16x64", "--dtype", "f16", "--dst-dtype", "f32"], "a read-modify-write of a wider dst"),
     (["plot", "TMINS", "--rows", "64", "--cols", "16:64:16", "-o", "fig.txt"], "unknown image format 'txt'"),
     (["plot", "TMINS", "--rows", "8:64:8", "--cols", "16:64:16", "--measured", "tests/data/small_trace.csv", "-o", "f.png"],
      "a heatmap"),

@@ -87,7 +87,7 @@ def golden(op: str, *operands: np.ndarray, valid: Any = None, out: np.ndarray | 
     inst = instruction(op)
     fn = _FAMILIES.get(inst.family)
     if fn is None or not inst.kernel:
-        raise NotModelledError(f"no golden semantics for {inst.name} ({inst.family}) yet")
+        raise NotModelledError(f"no golden semantics for {inst.name} ({inst.family})")
     if not operands:
         raise ParamError(f"{inst.name} needs its source tiles as numpy arrays")
     try:
