@@ -83,7 +83,7 @@ SweepModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", callback=
 
 
 def _kwargs(req: dict) -> dict:
-    # --in-place has no negative form: off means not given (a ternary op, always in place, refuses an explicit off)
+    # --in-place has no negative form: off means not given (an op that reads dst, always in place, refuses off)
     return {k: v for k, v in req.items() if v is not None and not (k == "in_place" and v is False)}
 
 

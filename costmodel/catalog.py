@@ -11,7 +11,7 @@ from .errors import UnknownOpError, UnsupportedDtypeError
 from .dtypes import DType
 
 
-# the elementwise families and the source tiles each reads (a ternary op's first is dst's own values): one list for
+# the elementwise families and the source tiles each reads (READS_DST: the first is dst's own values): one list for
 # the request builder, the golden, the lowerings of both arches and the closed-form sweep
 ELEMENTWISE_SOURCES = {"unary": 1, "binary": 2, "binary_scalar": 1, "ternary": 3, "tile_scalar_tile": 2,
                        "fused_scalar": 2}
