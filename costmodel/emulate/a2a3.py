@@ -76,8 +76,8 @@ def _scalar(value, dt: DType) -> np.ndarray:
 
 def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str, *,
                  kind: str) -> None:
-    """One lane-wise call (kinds unary, binary, scalar, dup, convert): each active lane of dst from the same lane
-    of the sources."""
+    """One lane-wise call (kinds unary, binary, scalar, axpy, dup, convert): each active lane of dst from the same
+    lane of the sources (and of dst itself for axpy)."""
     dt = as_dtype(op.dtype)
     out_dt = as_dtype(op.dst_dtype) if op.dst_dtype else dt
     lanes = _A.repeat_bytes * 8 // max(dt.bits, out_dt.bits)
@@ -95,6 +95,8 @@ def _elementwise(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: Vec
         result = convert(srcs[0], dt, out_dt, op.mode or kernel, state.saturate)
     elif kind == "scalar":
         result = apply(kernel, srcs[0], np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape))
+    elif kind == "axpy":  # reads dst too
+        result = apply(kernel, ub.read(dst_addr, out_dt), srcs[0], np.broadcast_to(_scalar(op.scalar, dt), srcs[0].shape))
     else:
         result = apply(kernel, *srcs)
     ub.write(dst_addr, result, out_dt)
@@ -257,7 +259,7 @@ def _barrier(ub: UnifiedBuffer, bases: dict[str, int], op: PipeBarrier, state: V
 
 
 KIND_HANDLERS.update({kind: functools.partial(_elementwise, kind=kind)
-                      for kind in ("unary", "binary", "scalar", "dup", "convert")})
+                      for kind in ("unary", "binary", "scalar", "axpy", "dup", "convert")})
 KIND_HANDLERS.update({"block_reduce": _block_reduce, "compare": _compare, "select": _select,
                       "brcb": _broadcast_blocks, "gather": _gather})
 HANDLERS.update({
