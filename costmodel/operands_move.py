@@ -79,16 +79,15 @@ def check_same_type(inst: Instruction, arch: str, dt: DType, dst_dt: DType) -> N
     type (isa.md §3: TLOAD/TSTORE need sizeof tile T == sizeof GM T; TMOV Vec->Vec copies), while the catalogue's
     conversions are paths of Acc and Mat tiles, not modelled."""
     where = {"TLOAD": "from GM into a Vec tile", "TSTORE": "from a Vec tile to GM"}.get(inst.name, "between Vec tiles")
-    pairs = [t for t in inst.dtypes_on(arch) if ">" in t and t.partition(">")[0] != t.partition(">")[2]] if arch else []
+    pairs = [t for t in inst.dtypes_on(arch) if ">" in t and t.partition(">")[0] != t.partition(">")[2]]
     acc = f"; its conversions ({' '.join(pairs)}) are Acc/Mat-tile paths, not modelled" if pairs else ""
     raise ParamError(f"{inst.name} {where} keeps the element type{acc}; got {dt}->{dst_dt}")
 
 
 def data_movement_tiles(inst: Instruction, dt: DType, dst_dt: DType | None, shape: Any, valid: Any, sv: bool,
                         params: dict):
-    """Return ([dst, src], params) for TLOAD (dst UB tile, src GM), TSTORE (dst GM, src UB tile) or TMOV."""
-    if dst_dt is not None and dst_dt != dt:
-        check_same_type(inst, "", dt, dst_dt)
+    """Return ([dst, src], params) for TLOAD (dst UB tile, src GM), TSTORE (dst GM, src UB tile) or TMOV (a
+    converting move was refused by make_request's `check_same_type`)."""
     if inst.name == "TLOAD":
         tile, gm, params = _transfer_tiles(inst, dt, shape, valid, sv, params)
         params["pad"] = pad_name(params.get("pad"))
