@@ -392,14 +392,16 @@ def trace_request(row: Any, kw: dict[str, Any] | None = None) -> tuple[Any, str]
     """Return (request, note) of one trace row. A measured row whose operand tiles cannot sit side by side in the
     unified buffer must have run in place: it is modelled with dst overwriting the first source, and the note says
     so (a row without measured cycles is not: it fails like `estimate`). `kw` is the row's `request_kwargs` where the
-    caller has them. Raises PtoCostError for a row that cannot be modelled."""
+    caller has them, having also checked the row's extra keys (`extra_note`, predict). Raises PtoCostError for a row
+    that cannot be modelled."""
     from costmodel.arch import constants
     from costmodel.errors import PtoCostError
     from costmodel.lower.alloc import alias_source, ub_need
     from costmodel.operands import make_request
 
-    kw = request_kwargs(row) if kw is None else kw
-    extra_note(row)  # a misspelt extra key is an error here too (its note is predict's)
+    if kw is None:
+        kw = request_kwargs(row)
+        extra_note(row)  # a misspelt extra key is an error for fit too (the note is predict's)
     req = make_request(**kw)
     need, limit = ub_need(req.arch, list(req.tiles)), constants(req.arch).ub_bytes
     measured = cell_text(row.get("measured_cycles", "")) != ""
