@@ -11,12 +11,14 @@ from .errors import UnknownOpError, UnsupportedDtypeError
 from .dtypes import DType
 
 
-# the elementwise families and the source tiles each reads (READS_DST: the first is dst's own values): one list for
-# the request builder, the golden, the lowerings of both arches and the closed-form sweep
-ELEMENTWISE_SOURCES = {"unary": 1, "binary": 2, "binary_scalar": 1, "ternary": 3, "tile_scalar_tile": 2,
-                       "fused_scalar": 2}
+# the elementwise families and the source tiles each reads, in operand order (`dst_in`: the destination's own values
+# before the op, in dst's buffer): one table for the request builder, the golden, the lowerings of both arches and
+# the closed-form sweep
+ELEMENTWISE_SOURCES = {"unary": ("src",), "binary": ("src0", "src1"), "binary_scalar": ("src",),
+                       "ternary": ("dst_in", "src0", "src1"), "tile_scalar_tile": ("src0", "src1"),
+                       "fused_scalar": ("dst_in", "src0")}
 ELEMENTWISE = tuple(ELEMENTWISE_SOURCES)
-READS_DST = ("ternary", "fused_scalar")  # families whose first source, dst_in, is dst's own values: always in place
+READS_DST = tuple(f for f, names in ELEMENTWISE_SOURCES.items() if "dst_in" in names)  # always in place
 SCALAR_FAMILIES = ("binary_scalar", "tile_scalar_tile", "fused_scalar")  # elementwise families taking a scalar
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .arch import check_arch
-from .catalog import ELEMENTWISE, READS_DST, SCALAR_FAMILIES, Instruction, instruction
+from .catalog import ELEMENTWISE, ELEMENTWISE_SOURCES, READS_DST, SCALAR_FAMILIES, Instruction, instruction
 from .dtypes import DType, dtype as as_dtype
 from .emulate.data import default_scalar, float_info
 from .errors import NotModelledError, ParamError, ShapeError
@@ -165,14 +165,10 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
                 raise ShapeError(f"valid region {vr}x{vc} is empty; {inst.name} needs at least 1x1")
             if fam in SCALAR_FAMILIES:
                 params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"), params.get("order", ""))
-            if fam in ("unary", "binary_scalar"):
-                tiles = [("dst", dst), ("src", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src"))]
-            else:
-                # a ternary op reads dst too: `dst_in`, the destination's values before the op, shares its buffer
-                names = {"ternary": ("dst_in", "src0", "src1"), "fused_scalar": ("dst_in", "src0")}.get(fam, ("src0", "src1"))
-                tiles = [("dst", dst)] + [(n, _tile((rows, cols), dt, (vr, vc), static_valid=sv, name=n)) for n in names]
-                if fam in READS_DST:
-                    params["in_place"] = True
+            tiles = [("dst", dst)] + [(n, _tile((rows, cols), dt, (vr, vc), static_valid=sv, name=n))
+                                      for n in ELEMENTWISE_SOURCES[fam]]
+            if fam in READS_DST:  # dst_in shares dst's buffer
+                params["in_place"] = True
         elif fam == "partial":
             tiles = _partial_tiles(inst, arch, dt, (rows, cols), dst, src0_valid, src1_valid, sv, params)
         elif fam in ("col_expand", "col_expand_binary"):

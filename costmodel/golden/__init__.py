@@ -40,7 +40,7 @@ def _scalar(params: dict[str, Any], dtype: np.dtype, op: str) -> np.ndarray:
 
 
 def _elementwise(inst, operands: Sequence[np.ndarray], valid, out, params) -> np.ndarray:
-    want = ELEMENTWISE_SOURCES[inst.family]
+    want = len(ELEMENTWISE_SOURCES[inst.family])
     if len(operands) != want:
         raise ParamError(f"{inst.name} takes {want} source tile{'s' if want > 1 else ''}, got {len(operands)}")
     if any(np.ndim(a) != 2 for a in operands):
