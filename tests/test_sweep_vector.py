@@ -193,7 +193,9 @@ def _plan_path_or_none(make, shape, model_cls):
 
 
 def _documented_fallback(make) -> bool:
-    """A2/A3 scalar loops and `@hook` sequences have no closed form (costmodel/vector/a2a3.py)."""
+    """A2/A3 scalar loops and `@hook` sequences have no closed form (costmodel/vector/a2a3.py); nor has an A5
+    in-place group (the ops that read dst are always in place): its buffers are not the tiles side by side that
+    vector/a5.py prepares."""
     from costmodel.lower.a2a3.table import alternatives, lowering_row
 
     try:
@@ -201,7 +203,7 @@ def _documented_fallback(make) -> bool:
     except PtoCostError:
         return True
     if req.arch != "a2a3":
-        return False
+        return req.arch == "a5" and bool(req.param("in_place", False))
     rows = [lowering_row(req), *alternatives(req).values()]
     return any(r.rule == "scalar_loop" or r.hook for r in rows)
 
