@@ -139,10 +139,11 @@ def closed_form(make: MakeRequest, shapes: Shapes, models) -> Block | None:
 
 
 def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows: np.ndarray,
-              cache: dict | None = None) -> Errors | None:
+              cache: dict | None = None, aliased: bool = False) -> Errors | None:
     """The allocator's error for the given rows, whose buffers (name, and bits and bytes as in `ub_need`) exceed the
     unified buffer (lower/alloc.py); one message per distinct tile size (per tile shape where a mask's rows are
-    padded), kept in `cache` (size -> message) across the chunks of a group."""
+    padded), kept in `cache` (size -> message) across the chunks of a group. `aliased`: a source already shares
+    dst's buffer, so the message does not suggest --in-place."""
     from ..arch import constants
 
     if not len(rows):
@@ -162,7 +163,7 @@ def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows
             rc = (np.array([size[0]]), np.array([size[1]])) if shaped else (np.array([size]), np.array([1]))
             used = [(name, int(buffer_bytes(bits, const, *rc)[0])) for name, bits, const in named]
             need = sum(aligned(nbytes, align) for _, nbytes in used)
-            same_first = len(named) > 1 and named[0][1] == named[1][1] > 0  # both rows x cols tiles of one width
+            same_first = not aliased and len(named) > 1 and named[0][1] == named[1][1] > 0  # both rows x cols tiles of one width
             msg = cache[size] = overflow_message(arch, used, need, limit, same_first)
         messages.append(msg)
     return Errors(np.asarray(rows, dtype=np.int64), code.ravel(), messages)
@@ -211,16 +212,17 @@ def _uniform(req: Request) -> bool:
 
 
 def screen(arch: str, rep: Request, named: list[tuple[str, int, int]], shapes: Shapes, out, messages: dict,
-           note: str, extra_ok: "Callable[[], np.ndarray] | None" = None):
+           note: str, extra_ok: "Callable[[], np.ndarray] | None" = None, aliased: bool = False):
     """Mark the rows the closed form cannot take (`out.fallback`) and the rows whose buffers overflow the unified
-    buffer (their allocator error); return (errors, index of the rows to evaluate, their narrowed shapes) — the
-    shapes are None when nothing is left to evaluate or the group only carries a note."""
+    buffer (their allocator error; `aliased`: the op already runs in place); return (errors, index of the rows to
+    evaluate, their narrowed shapes) — the shapes are None when nothing is left to evaluate or the group only
+    carries a note."""
     from ..arch import constants
 
     c = constants(arch)
     ok = request_ok(rep, shapes)
     fits = ub_need([b for _, *b in named], shapes, c.ub_align_bytes) <= c.ub_bytes
-    errors = ub_errors(arch, named, shapes, np.flatnonzero(ok & ~fits), messages)
+    errors = ub_errors(arch, named, shapes, np.flatnonzero(ok & ~fits), messages, aliased)
     ok &= fits
     if extra_ok is not None:
         ok &= extra_ok()

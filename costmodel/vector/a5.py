@@ -207,6 +207,8 @@ class Prepared:
     pipe: PipelineModel | None
     chunk: int | None = None
     mask: bool = False  # a TSEL mask among the tiles
+    buffer_names: tuple[str, ...] = ()  # the tile each of `buffers` holds
+    aliased: bool = False  # in place: a source shares dst's buffer (no "--in-place would fit" hint)
     messages: dict = field(default_factory=dict)  # UB overflow message per tile size, shared by the chunks
     tables: dict = field(default_factory=dict)  # dense formula tables per strategy, shared by the chunks
 
@@ -214,8 +216,8 @@ class Prepared:
         """Write cycles, legality, default and fallback of the rows of `shapes` into `out` (views of the group's
         arrays)."""
         shapes = narrow_all(shapes)
-        named = [(name, *b) for (name, _), b in zip(self.rep.tiles, self.buffers)]
-        errors, idx, sh = screen("a5", self.rep, named, shapes, out, self.messages, self.note)
+        named = [(name, *b) for name, b in zip(self.buffer_names, self.buffers)]
+        errors, idx, sh = screen("a5", self.rep, named, shapes, out, self.messages, self.note, aliased=self.aliased)
         if sh is None:
             return errors
         m = len(sh.rows)
@@ -392,14 +394,17 @@ def prepare(rep: Request, make, models) -> Prepared | None:
             and dispatch.one_d_reason(b) is not None and tuple(legal_a) == tuple(legal_b)):
         return None
     names = tuple(legal_a)
-    buffers = tuple(MASK_BUFFER if n == "mask" else (t.dtype.bits, 0) for n, t in a.tiles)
+    placed = _placed(plan_a.buffers)
+    buffers = tuple(b for _, b in placed)
     a_sh = Shapes(*(np.array([v]) for v in (1, 256, 1, 256)))
     end = buffers_end(plan_a.buffers, _A.ub_align_bytes)
-    if len(plan_a.buffers) != len(a.tiles) or int(ub_need(list(buffers), a_sh, _A.ub_align_bytes)[0]) != end:
+    if ({b.name for b in plan_a.buffers} != {n for n, _ in a.tiles}
+            or int(ub_need(list(buffers), a_sh, _A.ub_align_bytes)[0]) != end):
         return None
     code = {s: j for j, s in enumerate(names)}
     if note:
-        return Prepared(rep, make, (), (), note, (), (0, 0), buffers, a.dst.static_valid, None)
+        return Prepared(rep, make, (), (), note, (), (0, 0), buffers, a.dst.static_valid, None,
+                        buffer_names=tuple(n for n, _ in placed), aliased=len(placed) < len(plan_a.buffers))
     table = (formula_model.table or shipped()) if formula_model is not None else None
     anchor_table = anchored.table if anchored is not None else None
     forms = []
@@ -425,4 +430,17 @@ def prepare(rep: Request, make, models) -> Prepared | None:
         return None
     uses_pipe = any(f.params is None and f.parity is None and (f.legal_contiguous or f.legal_strided) for f in forms)
     return Prepared(rep, make, names, tuple(f.model for f in forms), "", tuple(forms), (code[da], code[db]), buffers,
-                    a.dst.static_valid, pipe, None if uses_pipe else CHUNK, MASK_BUFFER in buffers)
+                    a.dst.static_valid, pipe, None if uses_pipe else CHUNK, MASK_BUFFER in buffers,
+                    buffer_names=tuple(n for n, _ in placed), aliased=len(placed) < len(plan_a.buffers))
+
+
+def _placed(buffers) -> list[tuple[str, tuple[int, int]]]:
+    """(name, bits and bytes as in `ub_need`) of each buffer the plan places, in address order; an in-place source,
+    placed over dst (lower/alloc.py `alias`), takes no space of its own and is left out."""
+    seen, out = set(), []
+    for b in buffers:
+        if b.offset in seen:
+            continue
+        seen.add(b.offset)
+        out.append((b.name, MASK_BUFFER if b.name == "mask" else (b.tile.dtype.bits, 0)))
+    return out
