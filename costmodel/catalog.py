@@ -16,10 +16,11 @@ from .dtypes import DType
 # the closed-form sweep
 ELEMENTWISE_SOURCES = {"unary": ("src",), "binary": ("src0", "src1"), "binary_scalar": ("src",),
                        "ternary": ("dst_in", "src0", "src1"), "tile_scalar_tile": ("src0", "src1"),
-                       "fused_scalar": ("dst_in", "src0")}
+                       "fused_scalar": ("dst_in", "src0"), "scalar_broadcast": ()}
 ELEMENTWISE = tuple(ELEMENTWISE_SOURCES)
 READS_DST = tuple(f for f, names in ELEMENTWISE_SOURCES.items() if "dst_in" in names)  # always in place
-SCALAR_FAMILIES = ("binary_scalar", "tile_scalar_tile", "fused_scalar")  # elementwise families taking a scalar
+SCALAR_FAMILIES = ("binary_scalar", "tile_scalar_tile", "fused_scalar",  # elementwise families taking a scalar
+                   "scalar_broadcast")
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,8 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
         raise ParamError(f"{'/'.join(given)} applies to the partial ops (TPART*), not {inst.name} ({fam})")
     if "in_place" in params:
         if flag(params.pop("in_place"), "in_place"):
+            if ELEMENTWISE_SOURCES.get(fam) == ():
+                raise ParamError(f"{inst.name} reads no source tile, so it has no in-place form; drop --in-place")
             params["in_place"] = True  # not in place is the default: the same request as without the parameter
         elif fam in READS_DST:
             raise ParamError(f"{inst.name} reads and overwrites dst, so it is always in place; in_place=False is not "
@@ -376,7 +378,7 @@ PARAM_FAMILIES = {
     "gm_shape": ("data_movement",), "pad": ("data_movement",),
     "expand_mode": ("row_expand", "row_expand_binary"), "expanded": ("row_expand_binary",),
     "idx_dtype": ("partial", "gather_scatter"), "mask_variant": ("compare_select",),
-    "scalar": (*SCALAR_FAMILIES, "compare_select", "scalar_broadcast"),
+    "scalar": (*SCALAR_FAMILIES, "compare_select"),
     **dict.fromkeys(("layout", "gm_dynamic", "src_loc", "dst_loc"), ("data_movement",)),
     **dict.fromkeys(("repeat", "mask", "dst_rep_stride", "src_blk_stride", "src_rep_stride"), ("block_reduce",)),
 }

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from costmodel import lower, modelled_dtypes
-from costmodel.catalog import instructions
+from costmodel.catalog import SCALAR_FAMILIES, instructions
 from costmodel.dtypes import dtype as as_dtype
 from costmodel.emulate import a2a3 as emu
 from costmodel.emulate.verify import verify
@@ -20,11 +20,12 @@ from costmodel.errors import ParamError, ShapeError
 from costmodel.isa_a2a3 import SetVectorMask, VecOp
 from costmodel.operands import make_request
 
-FAMILIES = ("binary_scalar", "binary", "unary", "ternary", "tile_scalar_tile", "fused_scalar")
+FAMILIES = ("binary_scalar", "binary", "unary", "ternary", "tile_scalar_tile", "fused_scalar", "scalar_broadcast")
 # ops with a golden kernel (TFUSEDMULADD, whose CPU reference rounds once, has none: it is not modelled)
 OPS = {fam: [i for i in instructions() if i.family == fam and i.dtypes_on("a2a3") and i.kernel] for fam in FAMILIES}
-# Bitwise ops work on b16 lanes (costmodel.md §6: vnot on b16 data, b8 handled as b16), so b8 data needs whole pairs.
-B16_BITWISE = {"TAND", "TOR", "TXOR", "TANDS", "TORS", "TXORS", "TNOT"}
+# Bitwise ops work on b16 lanes (costmodel.md §6: vnot on b16 data, b8 handled as b16), so b8 data needs whole pairs;
+# so does TEXPANDS, whose b8 vector_dup replicates the scalar byte into u16 lanes.
+B16_LANES = {"TAND", "TOR", "TXOR", "TANDS", "TORS", "TXORS", "TNOT", "TEXPANDS"}
 MAX_REPEAT = MAX_STRIDE = 255  # isa.md §7.1 REPEAT_MAX, REPEAT_STRIDE_MAX
 
 
@@ -85,11 +86,11 @@ def elementwise_requests(draw, family):
     # Bias towards padded rows (vc < cols) and tails (vc not a multiple of the elements per repeat).
     vc = draw(st.one_of(st.just(cols), st.integers(1, cols), st.integers(max(1, cols - epb), cols)))
     params = {"static_valid": draw(st.booleans())}
-    if family in ("binary_scalar", "tile_scalar_tile", "fused_scalar"):
+    if family in SCALAR_FAMILIES:
         params["scalar"] = _scalar(draw, inst, dt)
     if inst.name == "TDIVS":
         params.update(draw(st.sampled_from([{}, {"order": "scalar_tile"}, {"in_place": True}])))
-    elif draw(st.integers(0, 3)) == 0:
+    elif family != "scalar_broadcast" and draw(st.integers(0, 3)) == 0:
         params["in_place"] = True  # dst over the first source (src, src0)
     return inst, dt, (rows, cols), (vr, vc), params
 
@@ -104,7 +105,7 @@ def _run_property(case):
         assert params.get("in_place") and "has no in-place form on a2a3: its sequence writes dst before" in str(exc), str(exc)
     except ShapeError as exc:
         # The only shape a modelled elementwise op refuses: b8 data on b16 lanes with an odd valid column count.
-        assert inst.name in B16_BITWISE and dt.bits == 8 and valid[1] % 2 == 1, str(exc)
+        assert inst.name in B16_LANES and dt.bits == 8 and valid[1] % 2 == 1, str(exc)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -134,6 +135,12 @@ def test_tile_scalar_tile_every_strategy_verifies(case):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(elementwise_requests("fused_scalar"))
 def test_fused_scalar_every_strategy_verifies(case):
+    _run_property(case)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(elementwise_requests("scalar_broadcast"))
+def test_scalar_broadcast_every_strategy_verifies(case):
     _run_property(case)
 
 

@@ -40,6 +40,7 @@ OPS = {
     "ternary": ["TMULADDDST", "TFUSEDMULADDRELU"],
     "tile_scalar_tile": ["TADDSC", "TSUBSC"],
     "fused_scalar": ["TAXPY"],
+    "scalar_broadcast": ["TEXPANDS"],
 }
 NUMPY_OP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 
@@ -150,7 +151,8 @@ def legal_strategies(req):
     return [s for s, why in lower.strategies(req)[1].items() if why is None]
 
 
-@pytest.mark.parametrize("family", ["unary", "binary", "binary_scalar", "ternary", "tile_scalar_tile", "fused_scalar"])
+@pytest.mark.parametrize("family", ["unary", "binary", "binary_scalar", "ternary", "tile_scalar_tile", "fused_scalar",
+                                    "scalar_broadcast"])
 @SETTINGS
 @given(data=st.data())
 def test_elementwise_strategies_match_the_golden(family, data):

@@ -159,3 +159,20 @@ def test_axpy_rounds_the_product_before_adding_dst():
     out = golden("TAXPY", d, a, scalar=1 + 2**-10)
     assert out.dtype == np.float16 and out.tolist() == [[0.0, np.float16(1.0) + np.float16(2.0 * (1 + 2**-10))]]
 
+
+
+def test_expands_fills_the_valid_region_of_out_with_the_scalar_in_dst_type():
+    from costmodel.errors import ParamError
+    from costmodel.operands import make_request
+
+    before = np.arange(12, dtype=np.float16).reshape(3, 4)
+    out = golden("TEXPANDS", out=before, valid=(2, 3), scalar=1 + 2**-12)  # rounds to 1 in f16
+    assert out.dtype == np.float16 and out.tolist() == [[1, 1, 1, 3], [1, 1, 1, 7], [8, 9, 10, 11]]
+    assert before[0, 0] == 0  # out= is read, not written
+    assert golden("TEXPANDS", out=np.zeros((1, 3), np.int8), scalar=-5).tolist() == [[-5, -5, -5]]
+    with pytest.raises(ParamError, match="no source tile: pass out="):
+        golden("TEXPANDS", scalar=1)
+    with pytest.raises(ParamError, match="takes 0 source tiles, got 1"):
+        golden("TEXPANDS", before, out=before, scalar=1)
+    with pytest.raises(ParamError, match="no in-place form"):
+        make_request("TEXPANDS", "4x64", "f32", scalar=1, in_place=True)

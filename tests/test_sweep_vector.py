@@ -221,7 +221,8 @@ def _edge_shapes(bits: int, static_valid: bool) -> list[tuple[int, int, int, int
 
 
 @pytest.mark.parametrize("arch, op, dtype", [("a2a3", "TADD", "f32"), ("a2a3", "TMINS", "f16"), ("a2a3", "TEXP", "f32"),
-                                             ("a2a3", "TXOR", "i8"), ("a5", "TADD", "f16"), ("a5", "TEXP", "f32")])
+                                             ("a2a3", "TXOR", "i8"), ("a2a3", "TEXPANDS", "f16"), ("a5", "TADD", "f16"),
+                                             ("a5", "TEXP", "f32")])
 @pytest.mark.parametrize("static_valid", [False, True])
 def test_closed_form_on_the_edges_of_the_mode_rules(arch, op, dtype, static_valid):
     model = ("formula", IntrinsicModel) if arch == "a2a3" else ("formula", A5FormulaModel)
@@ -291,6 +292,13 @@ def test_a5_in_place_groups_in_closed_form(op, dtype, params, model):
     block = closed_form(make, Shapes(*(np.array([v]) for v in (256, 512, 256, 512))), Models(model[0]))
     (message,) = block.errors.messages
     assert "unified buffer" in message and "--in-place" not in message
+
+
+def test_a5_scalar_broadcast_in_closed_form():
+    # TEXPANDS reads no source: its program is a vdup and a store per chunk, its only buffer dst
+    shapes = [s for s in _edge_shapes(32, False) if s[0] <= 2] + [(256, 256, 256, 256)]
+    group = ("a5", "TEXPANDS", "f32", {"static_valid": False, "scalar": "3"}, shapes)
+    assert _check_group(group, "pipeline", PipelineModel) == len(shapes)
 
 
 @pytest.mark.parametrize("op", ["TADD", "TMINS", "TSEL"])

@@ -304,6 +304,14 @@ def golden_for(plan: Plan, inputs: dict[str, np.ndarray]) -> np.ndarray:
     return golden(req.op, *operands, valid=req.dst.valid, **params)
 
 
+@golden_args("scalar_broadcast")
+def _scalar_broadcast_args(plan: Plan, inputs: dict[str, np.ndarray]):
+    """TEXPANDS has no source: dst's shape and type come from a blank tile."""
+    req = plan.request
+    blank = np.zeros(req.dst.shape, dtype=req.dst.dtype.np)
+    return golden(req.op, valid=req.dst.valid, out=blank, **dict(req.params))
+
+
 @golden_args("partial")
 def _partial_args(plan: Plan, inputs: dict[str, np.ndarray]):
     """TPART*: each operand's own valid region; arg ops return values and indices."""

@@ -42,7 +42,16 @@ def _scalar(params: dict[str, Any], dtype: np.dtype, op: str) -> np.ndarray:
 def _elementwise(inst, operands: Sequence[np.ndarray], valid, out, params) -> np.ndarray:
     want = len(ELEMENTWISE_SOURCES[inst.family])
     if len(operands) != want:
-        raise ParamError(f"{inst.name} takes {want} source tile{'s' if want > 1 else ''}, got {len(operands)}")
+        raise ParamError(f"{inst.name} takes {want} source tile{'s' if want != 1 else ''}, got {len(operands)}")
+    if not want:  # TEXPANDS: dst's tile (out=) gives the shape and type
+        if out is None:
+            raise ParamError(f"{inst.name} has no source tile: pass out= (dst before the op) for its shape and type")
+        dst = np.array(out, copy=True)
+        if dst.ndim != 2:
+            raise ShapeError(f"{inst.name} takes a 2-D tile, got an array of shape {dst.shape}")
+        vr, vc = _region(valid, dst.shape)
+        dst[:vr, :vc] = _scalar(params, dst.dtype, inst.name)
+        return dst
     if any(np.ndim(a) != 2 for a in operands):
         raise ShapeError(f"{inst.name} takes 2-D tiles, got arrays of shapes {', '.join(str(np.shape(a)) for a in operands)}")
     if len({np.shape(a) for a in operands}) > 1:
@@ -82,13 +91,13 @@ def golden(op: str, *operands: np.ndarray, valid: Any = None, out: np.ndarray | 
     source. TPARTARGMAX/ARGMIN take (src0, src1, src0_idx, src1_idx) and return (values, indices). Ops whose dst
     shape differs from every source (TCOLEXPAND, TROWEXPAND) take `dst_shape=(rows, cols)` or `out=`. The ternary
     ops take (dst before the op, src0, src1), TAXPY (dst before the op, src0) and `scalar=`; TADDSC/TSUBSC take
-    (src0, src1) and `scalar=`.
+    (src0, src1) and `scalar=`; TEXPANDS takes no source, `scalar=` and `out=` (dst before the op).
     """
     inst = instruction(op)
     fn = _FAMILIES.get(inst.family)
     if fn is None or not inst.kernel:
         raise NotModelledError(f"no golden semantics for {inst.name} ({inst.family})")
-    if not operands:
+    if not operands and ELEMENTWISE_SOURCES.get(inst.family) != ():
         raise ParamError(f"{inst.name} needs its source tiles as numpy arrays")
     try:
         return fn(inst, operands, valid, out, params)
