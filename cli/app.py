@@ -698,6 +698,7 @@ def fit_cmd(
                           "rows_refitted": written.refitted if written else 0,
                           "rows_kept": written.kept if written else 0,
                           "rows_other_arch": written.other if written else 0,
+                          "kept_over_few_observations": list(written.held) if written else [],
                           "pipeline_output": None if dry_run or run.pipeline is None else pipeline_output,
                           "bad_rows": [str(p) for p in run.problems],
                           "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in sec.items()}

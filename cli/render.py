@@ -343,6 +343,8 @@ def fit_text(run, output: str | None, written, pipeline_output: str | None = Non
         kept += f"; {written.other} of another arch, unchanged" if written.other else ""
         con.print(plain(f"wrote {written.rows} parameter rows to {output} ({written.refitted} refitted{kept})"
                         f"{_in_use_hint(output, params.path_in_use(), 'PTO_COST_PARAMS')}"))
+        for line in written.held:
+            con.print(plain(f"note: {line}"))
     if pipeline_output and run.pipeline is not None:
         con.print(plain(f"wrote the A5 pipeline parameters to {pipeline_output}"
                         f"{_in_use_hint(pipeline_output, a5_pipeline_uarch.path_in_use(), 'PTO_COST_PIPELINE_PARAMS')}"))

@@ -211,17 +211,20 @@ class SmoothFit:
                 | {"q": None if se_lq is None else self.q * se_lq})
 
 
-def covariance(sol, n: int) -> np.ndarray:
+def covariance(sol, n: int) -> np.ndarray | None:
     """Return the Gauss-Newton covariance s^2 (J'J)^-1 of a least-squares solution whose first `n` residuals are data
     (the rest penalties, which act as priors), over the parameters off their bounds (zero for those at one); s^2 is
-    the data residuals' variance on their effective degrees of freedom (n minus the hat matrix's trace)."""
+    the data residuals' variance on their effective degrees of freedom (n minus the hat matrix's trace). None where
+    fewer than one degree of freedom is left: the fit then passes through its rows and s^2 is not estimable."""
     J = sol.jac.toarray() if hasattr(sol.jac, "toarray") else np.asarray(sol.jac)
     free = sol.active_mask == 0
     Jf = J[:, free]
     inv = np.linalg.pinv(Jf.T @ Jf)
     dof = n - float(np.einsum("ij,jk,ik->", Jf[:n], inv, Jf[:n]))
+    if dof < 1.0:
+        return None
     cov = np.zeros((J.shape[1], J.shape[1]))
-    cov[np.ix_(free, free)] = float(np.sum(sol.fun[:n] ** 2)) / max(dof, 1.0) * inv
+    cov[np.ix_(free, free)] = float(np.sum(sol.fun[:n] ** 2)) / dof * inv
     return cov
 
 

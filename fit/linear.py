@@ -119,8 +119,8 @@ def fit_linear(X: np.ndarray, y: np.ndarray, names: list[str], *, parent: dict[s
     dof = max(1, len(y) - len(nodes))
     sigma2 = float(resid @ resid) / dof
     try:
-        if not stderr:
-            raise np.linalg.LinAlgError("standard errors not requested")
+        if not stderr or len(y) <= len(nodes):  # no residual degree of freedom: sigma is not estimable
+            raise np.linalg.LinAlgError("standard errors not requested or not estimable")
         cov_nodes = np.linalg.pinv(A.T @ A) * sigma2
         T = np.zeros((len(names), len(nodes)))
         for j, n in enumerate(names):

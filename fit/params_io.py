@@ -30,6 +30,7 @@ class Written:
     rows: int
     refitted: int
     kept: int
+    held: tuple[str, ...] = ()  # keys of one op or class whose better-measured table rows this fit's few did not replace
 
     @property
     def other(self) -> int:
@@ -42,19 +43,43 @@ def _key(r: ParamRow) -> tuple:
 
 
 OWN_SCOPES = ("op", "intrinsic")  # rows of one op key (A5) or one intrinsic class and dtype (A2/A3)
+# observations of one op key or class that replace a better-measured table row: one more than the three free
+# coefficients of an A5 key's curve (p0, p1, p5), so the fit has a residual left (two rows at 1 and 3 chunks fitted
+# TADD f32 at 4.7 cycles a chunk, 645 cycles at 1x8192 where the table's 31 rows give 226)
+MIN_OWN_OBS = 4
 
 
 def replaces(new: ParamRow, old: ParamRow | None) -> bool:
     """Whether a freshly fitted row replaces the table's row of its key: always where the table has none; never with
-    a value the fit had no observations for (a family or prior value); a row of one op key or intrinsic class
-    whenever the fit observed it (your measurements of an op are the ones to price it by); a row shared by many ops
-    (A5 dispatch, address bound, shared bodies and families; A2/A3 control and dtype rows) only when the fit saw at
-    least as many observations as the table's (a trace of one op must not move what every op reads)."""
+    a value the fit had no observations for (a family or prior value); a row of one op key or intrinsic class when
+    the fit observed it at least MIN_OWN_OBS times or as often as the table did (your measurements of an op are the
+    ones to price it by, once they can pin its curve); a row shared by many ops (A5 dispatch, address bound, shared
+    bodies and families; A2/A3 control and dtype rows) only when the fit saw at least as many observations as the
+    table's (a trace of one op must not move what every op reads)."""
     if old is None:
         return True
     if not new.n_obs:
         return False
-    return new.scope in OWN_SCOPES or new.n_obs >= old.n_obs
+    return new.n_obs >= (min(old.n_obs, MIN_OWN_OBS) if new.scope in OWN_SCOPES else old.n_obs)
+
+
+def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[str, ...]:
+    """Return, per op key or intrinsic class the fit observed but whose table rows it does not replace (too few
+    observations, `replaces`), what was kept and why."""
+    by_key = {_key(r): r for r in old}
+    held: dict[tuple, tuple[ParamRow, int]] = {}
+    for r in new:
+        was = by_key.get(_key(r))
+        if r.scope in OWN_SCOPES and r.n_obs and was is not None and not replaces(r, was):
+            first, n_old = held.get(_key(r)[:-1], (r, 0))
+            held[_key(r)[:-1]] = (first, max(n_old, was.n_obs))
+    out = []
+    for r, n_old in held.values():
+        what = " ".join(x for x in (r.arch, r.name, r.dtype if r.dtype != "*" else "",
+                                    f"-> {r.dst_dtype}" if r.dst_dtype else "", r.strategy, r.op_params) if x)
+        out.append(f"{what}: the table's values ({n_old} observations) kept; this trace has {r.n_obs}, and "
+                   f"{MIN_OWN_OBS} replace them")
+    return tuple(out)
 
 
 def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow], int]:
@@ -117,13 +142,15 @@ def write_params(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool =
     if into is None:
         with atomic_path(target) as tmp:
             return write_params(rows, target, merge=merge, into=tmp)
-    fresh, kept = {id(r) for r in rows}, 0
+    fresh, kept, held = {id(r) for r in rows}, 0, ()
     if merge:
-        rows, kept = merge_rows((read_table(target) if target.exists() else shipped()).rows, rows)
+        old = (read_table(target) if target.exists() else shipped()).rows
+        held = held_keys(old, rows)
+        rows, kept = merge_rows(old, rows)
     with open(into, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(COLUMNS)
         for r in rows:
             w.writerow([FORMAT_VERSION, r.arch, r.form, r.scope, r.name, r.dtype, r.dst_dtype, r.strategy,
                         r.op_params, r.term, _fmt(float(r.value)), _fmt(r.stderr), r.n_obs, _fmt(r.cv_mape), r.source])
-    return Written(len(rows), sum(id(r) in fresh for r in rows), kept)
+    return Written(len(rows), sum(id(r) in fresh for r in rows), kept, held)

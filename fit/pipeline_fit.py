@@ -266,6 +266,12 @@ def fit_pipeline(frame: pd.DataFrame, *, cases: Cases | None = None, rows: np.nd
     base = init or A5Uarch()
     x0 = np.clip(np.array([getattr(base, n) for n in names], float), lo + 1e-9, hi - 1e-9)
     n_obs = {n: int(sum(1 for c in rc if n in deps[c])) for n in names}
+    if len(idx) <= len(names):  # an exact fit: values that explain the rows, not estimates (and no error bars)
+        from costmodel.errors import TraceError
+
+        raise TraceError(f"the pipeline fit has {len(names)} free parameters for these rows' programs and the traces "
+                         f"hold {len(idx)} usable a5 row{'s' if len(idx) != 1 else ''}; it needs at least "
+                         f"{len(names) + 1} (measure more shapes or ops)")
 
     def residuals(pred_cases: np.ndarray, x: np.ndarray) -> np.ndarray:
         r = (pred_cases[rc] - y) / y

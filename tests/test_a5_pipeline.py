@@ -418,6 +418,22 @@ def test_fit_recovers_known_parameters_on_synthetic_data():
     assert fit.uarch.sfu32_ii == pytest.approx(4.0, abs=0.2)
 
 
+def test_fit_refuses_fewer_rows_than_free_parameters():
+    """Three rows cannot pin the classes three programs use: an exact fit would be written as if estimated."""
+    import pandas as pd
+
+    from costmodel.errors import TraceError
+    from fit.pipeline_fit import build_cases, fit_pipeline, predict_cases
+
+    frame = pd.DataFrame([{"arch": "a5", "op": "TADD", "dtype": "fp32", "dst_dtype": "", "rows": 1, "cols": c,
+                           "valid_rows": 1, "valid_cols": c, "vf_impl_kind": "VFIMPL_DEFAULT", "op_params": "",
+                           "round_mode": "", "saturation_mode": "", "extra": "", "strategy": ""} for c in (64, 640, 1280)])
+    cases = build_cases(frame)
+    frame["measured_cycles"] = predict_cases(cases, A5Uarch())[cases.row_case]
+    with pytest.raises(TraceError, match=r"free parameters .* 3 usable a5 rows; it needs at least"):
+        fit_pipeline(frame, cases=build_cases(frame), windows=(24,), max_nfev=5)
+
+
 def test_own_parameters_are_those_no_other_op_exercises():
     """Leave-one-op-out can only learn what other ops exercise: TEXP alone uses the fp32 SFU class, TCVT alone a
     conversion class and (4:1 narrowing) the packing store; TADD shares everything it uses with the others."""
@@ -465,7 +481,8 @@ def test_fit_command_reports_pipeline_accuracy_and_where_it_wrote(tmp_path):
 
     rows = [{"arch": "a5", "op": op, "dtype": "fp32", "dst_dtype": "", "rows": r, "cols": c, "valid_rows": r,
              "valid_cols": c, "vf_impl_kind": "VFIMPL_DEFAULT", "op_params": "", "round_mode": "",
-             "saturation_mode": ""} for op in ("TADD", "TEXP") for r, c in [(1, 64), (1, 640), (1, 1280)]]
+             "saturation_mode": ""} for op in ("TADD", "TEXP")
+            for r, c in [(1, 64), (1, 128), (1, 192), (1, 320), (1, 640), (2, 128), (3, 64)]]
     frame = pd.DataFrame(rows)
     cases = build_cases(frame)
     frame["measured_cycles"] = np.round(predict_cases(cases, A5Uarch(sfu32_ii=3.0))[cases.row_case])

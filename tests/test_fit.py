@@ -443,6 +443,26 @@ def test_a_partial_trace_refines_the_table_instead_of_replacing_it(tmp_path):
     assert merge_rows([], [row("TADD", 1.0, 0)])[1] == 0
 
 
+def test_few_observations_of_an_op_do_not_replace_its_better_measured_rows(tmp_path):
+    """Two rows cannot pin a curve of three coefficients: the table's key stays, and the write says so; four rows,
+    or as many as the table had, replace it."""
+    from costmodel.models.params import ParamRow, read_table
+    from fit.params_io import MIN_OWN_OBS, write_params
+
+    def row(name, value, n, term="p1"):
+        return ParamRow("a5", "vf", "op", name, "f32", "", "1d-post-update", "", term, value, None, n, None, "t")
+
+    path = tmp_path / "p.csv"
+    write_params([row("TADD", 1.0, 31), row("TADD", 40.0, 31, "p0"), row("TSUB", 2.0, 2)], path, merge=False)
+    written = write_params([row("TADD", 4.7, 2), row("TADD", 41.0, 2, "p0"), row("TSUB", 3.0, 2)], path)
+    got = {(r.name, r.term): r.value for r in read_table(path).rows}
+    assert got == {("TADD", "p1"): 1.0, ("TADD", "p0"): 40.0, ("TSUB", "p1"): 3.0}  # TSUB: as many as the table's
+    assert written.held == (f"a5 TADD f32 1d-post-update: the table's values (31 observations) kept; this trace has "
+                            f"2, and {MIN_OWN_OBS} replace them",)
+    write_params([row("TADD", 0.9, MIN_OWN_OBS)], path)
+    assert {(r.name, r.term): r.value for r in read_table(path).rows}[("TADD", "p1")] == 0.9
+
+
 def test_atomic_path_leaves_the_old_file_on_failure(tmp_path):
     from fit.io import atomic_path
 
@@ -792,8 +812,9 @@ def test_an_op_keeps_the_address_bound_it_was_fitted_with():
 def test_a5_fit_records_the_measured_extent_and_estimates_beyond_it_say_so(tmp_path):
     # the most chunks (and rows) any measured row of a key ran are written next to its parameters; an estimate that
     # runs more says it extrapolates, one inside the range does not
-    shapes = [(1, 64, 1, 64), (1, 192, 1, 192), (1, 320, 1, 320), (1, 640, 1, 640), (3, 224, 3, 192),
-              (5, 224, 5, 192)]  # f32: 1, 3, 5, 10 chunks in 1D; 3x3 and 5x3 chunks in 2D
+    shapes = [(1, 64, 1, 64), (1, 192, 1, 192), (1, 320, 1, 320), (1, 640, 1, 640), (2, 224, 2, 192),
+              (3, 224, 3, 192), (4, 224, 4, 192), (5, 224, 5, 192)]  # f32: 1, 3, 5, 10 chunks in 1D; 2-5 rows of 3 in 2D
+    # (four rows per loop form: fewer would not replace the shipped table's better-measured TADD rows)
     lines = ["arch,op,dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles"]
     for r, c, vr, vc in shapes:
         chunks = vr * -(-vc // 64)
