@@ -22,7 +22,7 @@ from costmodel.models.params import ParamRow, ParamTable, read_table
 
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
-from .traces import cv_groups, row_where, trace_request, trace_wording
+from .traces import fitted_groups, row_where, trace_request, trace_wording
 
 # dtype effects: "none", "shared" (one per-dtype adjustment common to every class), "class" (per class and dtype),
 # "both" (per class and dtype, shrunk toward a per-dtype adjustment common to every class)
@@ -199,7 +199,7 @@ def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = ""
     feats, keep, notes = lower_rows(trace)
     used = trace.iloc[keep].reset_index(drop=True)
     y = used["measured_cycles"].to_numpy(float)
-    groups = cv_groups(used, group_by)
+    groups = fitted_groups("a2a3", used, notes, group_by)
     k = min(k, len(set(groups)))
     assignments = [grouped_folds(groups, k=k, seed=seed + i) for i in range(SELECTION_SEEDS)]
     results = []

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import lsq_linear
 
-from costmodel.errors import TraceError
 from costmodel.lower.a5.reduce import REDUCE_FAMILIES
 from costmodel.models import a5_formula as fm
 from costmodel.models.a5_formula import NOT_ELEMENTWISE
@@ -25,7 +24,7 @@ from costmodel.models.params import ParamRow
 from .a5_smooth_fit import OFFSET_PRIOR, SmoothFit, fit_smooth, predict_smooth
 from .linear import fit_linear, grouped_folds
 from .metrics import summary
-from .traces import cv_groups, row_where, trace_request, trace_wording
+from .traces import fitted_groups, row_where, trace_request, trace_wording
 
 # candidates: shrink strength × what the top of the hierarchy pools (the op family across 1D/2D, or all
 # families of the same 1D/2D form)
@@ -246,11 +245,7 @@ def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: st
     trace = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True)
     rows, keep, notes = lower_rows(trace)
     used = trace.iloc[keep].reset_index(drop=True)
-    groups = cv_groups(used, group_by)
-    if len(set(groups)) < 2:
-        what = "tile shapes" if group_by == "shape" else "measured cases"
-        raise TraceError(f"the A5 formula fit picks its form by cross-validation over {what}, and the a5 rows hold "
-                         f"one; add rows of another {what[:-1]}")
+    groups = fitted_groups("a5", used, notes, group_by)
     k = min(k, len(set(groups)))
     folds = grouped_folds(groups, k=k, seed=seed)
     extra = [grouped_folds(groups, k=k, seed=seed + 1 + i) for i in range(SELECTION_SEEDS - 1)]

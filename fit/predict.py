@@ -7,7 +7,8 @@ import pandas as pd
 from costmodel.errors import PtoCostError
 from costmodel.grid import MAX_COUNT
 
-from .traces import LINE, check_trace, extra_note, normalise_trace, request_kwargs, trace_request, trace_wording
+from .traces import (LINE, cell_text, check_trace, extra_note, normalise_trace, request_kwargs, trace_request,
+                     trace_wording)
 
 
 def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd.DataFrame:
@@ -24,7 +25,9 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
     notes = {p.line: f"{p.column}: {p.message}" for p in reversed(problems)}
     out = df.copy()
     pred = np.full(len(out), np.nan)
-    strat = np.array([""] * len(out), dtype=object)
+    # a row that is not priced keeps the strategy it asked for (a second predict of the output asks it again)
+    strat = (out["strategy"].astype(object).to_numpy(copy=True) if "strategy" in out
+             else np.array([""] * len(out), dtype=object))
     used = np.array([""] * len(out), dtype=object)
     note = np.array([""] * len(out), dtype=object)
     pos = {line: i for i, line in enumerate(out[LINE])}
@@ -35,13 +38,15 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
         if progress is not None:
             progress(done, len(good))
         i = pos[row[LINE]]
+        measured = note[i]  # the row's measured_cycles problem, if any: predicting does not read it
         try:
             kw = request_kwargs(row)
             unread = extra_note(row)
         except PtoCostError as exc:
-            note[i] = trace_wording(str(exc))
+            note[i] = "; ".join(x for x in (trace_wording(str(exc)), measured) if x)
             continue
-        key = tuple(sorted((k, str(v)) for k, v in kw.items()))
+        # a measured row that overflows the unified buffer ran in place (trace_request); an unmeasured one is as given
+        key = (tuple(sorted((k, str(v)) for k, v in kw.items())), cell_text(row.get("measured_cycles", "")) != "")
         if key not in cache:
             try:
                 req, how = trace_request(row, kw)
@@ -53,9 +58,11 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
                 cache[key] = (np.nan, "", "", trace_wording(str(exc)))
             except Exception as exc:  # a bulk path never aborts on one row
                 cache[key] = (np.nan, "", "", f"internal error: {type(exc).__name__}: {exc}")
-        pred[i], strat[i], used[i], note[i] = cache[key]
-        if unread and pred[i] == pred[i]:
-            note[i] = f"{note[i]}; {unread}" if note[i] else unread
+        got, strategy, used[i], why = cache[key]
+        pred[i] = got
+        if got == got:
+            strat[i] = strategy
+        note[i] = "; ".join(x for x in (why, unread if got == got else "", measured) if x)
     if progress is not None:
         progress(len(good), len(good))
     for col in ("rows", "cols", "valid_rows", "valid_cols"):  # read as text to be checked; numbers again when all are

@@ -20,7 +20,7 @@ import pandas as pd
 from costmodel.errors import TraceError
 from costmodel.flags import FLAG_PARAMS, flag
 from costmodel.grid import MAX_COUNT, too_large
-from costmodel.operands import VF_IMPL_KINDS, count  # VF_IMPL_KINDS: costmodel.md §3 step 5 (enum values 0..4)
+from costmodel.operands import VF_IMPL_KINDS, count, vf_impl_kind  # costmodel.md §3 step 5 (enum values 0..4)
 
 REQUIRED = ("arch", "op", "dtype", "rows", "cols")
 OPTIONAL = ("dst_dtype", "valid_rows", "valid_cols", "vf_impl_kind", "strategy", "op_params", "round_mode",
@@ -127,18 +127,20 @@ def _record_lines(path: Path) -> list[int]:
         header = next(reader, None)
         if header is None:
             raise TraceError(f"{path}: empty file; a trace needs a header row ({', '.join(REQUIRED)}, ...)")
-        starts, bad, at = [], [], reader.line_num + 1
+        starts, bad, at, first = [], [], reader.line_num + 1, {}
         for row in reader:
-            if row:
+            if row and not (len(row) == 1 and not row[0].strip()):  # pandas skips whitespace-only lines too
                 starts.append(at)
                 if len(row) != len(header):
                     bad.append((at, len(row)))
+                    first.setdefault(at, row[0])
             at = reader.line_num + 1
     if bad:
         line, n = bad[0]
         more = f" (and {len(bad) - 1} more line(s))" if len(bad) > 1 else ""
-        raise TraceError(f"{path}: line {line} has {n} fields but the header has {len(header)}{more}; quote fields "
-                         "that contain commas")
+        hint = ("a trace has no comment lines: remove it" if first[line].lstrip().startswith("#")
+                else "quote fields that contain commas")
+        raise TraceError(f"{path}: line {line} has {n} fields but the header has {len(header)}{more}; {hint}")
     return starts
 
 
@@ -224,7 +226,9 @@ def _int_column(df: pd.DataFrame, col: str, problems: list[Problem], *, minimum:
 
 
 def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.DataFrame, list[Problem]]:
-    """Return (rows that passed every check, problems). Numbers become numeric columns on the good rows."""
+    """Return (rows that passed every check, problems). Numbers become numeric columns on the good rows. Without
+    `require_measured` (predict), a problem of measured_cycles alone (not a count, a conflicting duplicate) is
+    reported and the row kept."""
     from costmodel.arch import ARCHES
     from costmodel.catalog import instruction
     from costmodel.dtypes import dtype as as_dtype
@@ -251,9 +255,17 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
     arch_bad = ~df["arch"].str.lower().isin(ARCHES)
     for line, val in zip(df.loc[arch_bad, LINE], df.loc[arch_bad, "arch"]):
         problems.append(Problem(int(line), "arch", f"unknown arch {val!r}; accepted: {', '.join(ARCHES)}"))
-    kind_bad = (df["vf_impl_kind"] != "") & ~df["vf_impl_kind"].str.upper().isin(VF_IMPL_KINDS)
+    kinds = {}  # canonical names, as `--vf-impl-kind` takes them: a name with or without VFIMPL_, or its enum value
+    for val in df["vf_impl_kind"].unique():
+        try:
+            kinds[val] = vf_impl_kind(val) if val != "" else ""
+        except PtoCostError:
+            kinds[val] = None
+    kind_bad = df["vf_impl_kind"].map(kinds).isna()
     for line, val in zip(df.loc[kind_bad, LINE], df.loc[kind_bad, "vf_impl_kind"]):
-        problems.append(Problem(int(line), "vf_impl_kind", f"unknown {val!r}; accepted: {', '.join(VF_IMPL_KINDS)}"))
+        problems.append(Problem(int(line), "vf_impl_kind", f"unknown {val!r}; accepted: {', '.join(VF_IMPL_KINDS)} "
+                                                           "(or 0..4)"))
+    df["vf_impl_kind"] = df["vf_impl_kind"].map(kinds).fillna(df["vf_impl_kind"])
     # catalogue checks: once per distinct (arch, op, dtype, dst_dtype), not per row
     combos = df.loc[~arch_bad, ["arch", "op", "dtype", "dst_dtype"]].drop_duplicates()
     verdicts: dict[tuple, tuple[str, str] | None] = {}
@@ -283,7 +295,8 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
             said = ", ".join(f"{v:g}" for v in df.loc[idx, "measured_cycles"])
             msg = f"conflicting duplicates ({df.attrs.get('line_unit', 'line')}s {lines}) measured {said}"
             problems.extend(Problem(int(line), "measured_cycles", msg) for line in df.loc[idx, LINE])
-    bad_lines = {p.line for p in problems}
+    # predicting reads no measurement: a row whose measured_cycles is wrong is still priced (the problem is its note)
+    bad_lines = {p.line for p in problems if require_measured or p.column != "measured_cycles"}
     good = df[~df[LINE].isin(bad_lines)].copy()
     for col in ("rows", "cols", "valid_rows", "valid_cols"):
         good[col] = good[col].astype(int)
@@ -341,6 +354,21 @@ def cv_groups(frame: pd.DataFrame, by: str = "shape") -> np.ndarray:
                                                                "strategy", "op_params", "round_mode", "saturation_mode",
                                                                "extra") if c in frame]
     return frame[cols].astype(str).agg("x".join if by == "shape" else "|".join, axis=1).to_numpy()
+
+
+def fitted_groups(arch: str, used: pd.DataFrame, notes: list[str], by: str = "shape") -> np.ndarray:
+    """Return `cv_groups` of the rows a fit of `arch` lowered (`used`; `notes` say why the others were not); raise
+    TraceError where there are none, or a single group: a model is chosen by cross-validation across groups."""
+    left = f" (and {len(notes) - 1} more row(s))" if len(notes) > 1 else ""
+    if not len(used):
+        raise TraceError(f"no {arch} row can be fitted: {notes[0]}{left}" if notes else f"the traces hold no {arch} rows")
+    groups = cv_groups(used, by)
+    if len(set(groups)) < 2:
+        what = "tile shapes" if by == "shape" else "measured cases"
+        skipped = f" ({len(notes)} other {arch} row(s) not fitted: {notes[0]})" if notes else ""
+        raise TraceError(f"the {arch} fit picks its form by cross-validation over {what}, and the {arch} rows it fits "
+                         f"hold one; add rows of another {what[:-1]}{skipped}")
+    return groups
 
 
 def parse_extra(text: str) -> dict[str, str]:
@@ -426,7 +454,7 @@ def request_kwargs(row: Any) -> dict[str, Any]:
     if row.get("strategy"):
         kw["strategy"] = row["strategy"]
     if row.get("vf_impl_kind"):
-        kw["vf_impl_kind"] = str(row["vf_impl_kind"]).upper()
+        kw["vf_impl_kind"] = vf_impl_kind(row["vf_impl_kind"])
     params = str(row.get("op_params") or "")
     if row["op"].upper() == "TRECIP" and params:
         kw["precision"] = params

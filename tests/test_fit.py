@@ -1,4 +1,5 @@
 """Fitting: parameter recovery on synthetic traces, grouped folds, atomic writes, outlier flags, the fit CLI."""
+import re
 import json
 import os
 import subprocess
@@ -887,3 +888,21 @@ def test_the_two_bound_smooth_max_is_the_three_term_sum_bit_for_bit():
         want = top * ((Dc / top) ** q + (Pc / top) ** q + (0.0 / top) ** q) ** (1.0 / q)
         assert np.array_equal(smooth_max(D, P, q), want)
         assert np.array_equal(smooth_max(D, P, q, np.zeros(20000)), want)  # the array form takes the long path
+
+
+@pytest.mark.parametrize("body, message", [
+    # a single tile shape leaves nothing to hold out: on A2/A3 too (it used to report priors as a 1-fold CV)
+    ("a2a3,TADD,f32,64,64,60\na2a3,TSUB,f32,64,64,61\n", "the a2a3 fit picks its form by cross-validation over tile "
+                                                         "shapes, and the a2a3 rows it fits hold one"),
+    # reductions alone: the formula fits none of them, and says why rather than counting shapes
+    ("a5,TROWSUM,f32,4,64,80\na5,TROWSUM,f32,8,64,90\n", "no a5 row can be fitted: line 2: the A5 formula is a "
+                                                        "closed form over elementwise loop nests"),
+])
+def test_fit_refuses_traces_it_cannot_cross_validate(tmp_path, body, message):
+    from costmodel.errors import TraceError
+    from fit.run import fit_traces
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("arch,op,dtype,rows,cols,measured_cycles\n" + body)
+    with pytest.raises(TraceError, match=re.escape(message)):
+        fit_traces([str(trace)])

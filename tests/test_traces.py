@@ -74,7 +74,8 @@ def test_a_column_named_line_is_the_callers_data(tmp_path):
     good, problems = check_trace(read_trace(p))
     assert [pr.line for pr in problems] == [3] and list(good[LINE]) == [2]
     out = predict_frame(read_trace(p))
-    assert list(out["line"]) == ["kern.cpp:12", "kern.cpp:40"] and out["predicted_cycles"].notna().tolist() == [True, False]
+    assert list(out["line"]) == ["kern.cpp:12", "kern.cpp:40"] and out["predicted_cycles"].notna().all()
+    assert "not a cycle count" in out.loc[1, "note"]  # predicting reads no measurement: priced, the problem noted
 
 
 def test_measured_cycles_must_be_finite_whole_counts(tmp_path):
@@ -335,3 +336,38 @@ def test_rows_saying_not_in_place_and_typed_flag_columns(tmp_path):
         extra=["shape0=1;shape1=1;shape2=1;shape3=16;shape4=abc"])
     out = predict_frame(bad)
     assert np.isnan(out.loc[0, "predicted_cycles"]) and "extra shape4 'abc': expected a whole number" in out.loc[0, "note"]
+
+
+def test_predict_prices_rows_whose_measurement_is_wrong_and_keeps_the_asked_strategy(tmp_path):
+    # predicting reads no measurement: a bad or conflicting measured_cycles is the row's note, not a refusal; a row
+    # that cannot be priced keeps the strategy it asked for, so predicting the output again asks the same
+    p = write(tmp_path, "a5,TADD,fp32,4,64,4,64,abc,\na5,TADD,fp32,8,64,8,64,60,\na5,TADD,fp32,8,64,8,64,70,\n"
+                        "a5,TADD,fp32,4,64,4,60,55,1d-post-update\n",
+              header="arch,op,dtype,rows,cols,valid_rows,valid_cols,measured_cycles,strategy\n")
+    out = predict_frame(read_trace(p))
+    assert np.isfinite(out["predicted_cycles"][:3]).all()
+    assert "'abc' is not a cycle count" in out.loc[0, "note"]
+    assert "conflicting duplicates" in out.loc[1, "note"] and "conflicting duplicates" in out.loc[2, "note"]
+    assert np.isnan(out.loc[3, "predicted_cycles"]) and "illegal" in out.loc[3, "note"]
+    assert out.loc[3, "strategy"] == "1d-post-update"
+    again = predict_frame(out.drop(columns=["line"], errors="ignore"))
+    assert np.isnan(again.loc[3, "predicted_cycles"]) and again.loc[3, "strategy"] == "1d-post-update"
+
+
+def test_an_unmeasured_row_is_not_priced_in_place_like_its_measured_twin(tmp_path):
+    p = write(tmp_path, "a5,TADD,fp32,1,32768,700\na5,TADD,fp32,1,32768,\n",
+              header="arch,op,dtype,rows,cols,measured_cycles\n")
+    out = predict_frame(read_trace(p))
+    assert np.isfinite(out.loc[0, "predicted_cycles"]) and "in place" in out.loc[0, "note"]
+    assert np.isnan(out.loc[1, "predicted_cycles"]) and "unified buffer" in out.loc[1, "note"]
+
+
+def test_vf_impl_kind_by_enum_value_and_whitespace_lines(tmp_path):
+    p = write(tmp_path, "a5,TADD,fp32,4,64,3,60\n   \na5,TADD,fp32,4,64,1d_no_post_update,61\na5,TADD,fp32,4,64,9,62\n",
+              header="arch,op,dtype,rows,cols,vf_impl_kind,measured_cycles\n")
+    good, problems = check_trace(read_trace(p))
+    assert list(good["vf_impl_kind"]) == ["VFIMPL_1D_POST_UPDATE", "VFIMPL_1D_NO_POST_UPDATE"]
+    assert [(pr.line, pr.column) for pr in problems] == [(5, "vf_impl_kind")] and "(or 0..4)" in problems[0].message
+    p.write_text(p.read_text() + "# a comment\n")
+    with pytest.raises(TraceError, match="line 6 has 1 fields .* no comment lines"):
+        read_trace(p)
