@@ -394,14 +394,39 @@ EXTRA_READ = ("variant", "isInPlace", "isBinary", *(f"shape{i}" for i in range(5
 EXTRA_UNUSED = ("TAG", "gShape0", "gShape1", "gShape2", "padValue", "N", "C1", "H", "W", "L")
 
 
+# `variant` values of the measured A2/A3 file (TDIVS operand order): ScalarTile maps to order=scalar_tile
+EXTRA_VARIANTS = ("TileScalar", "ScalarTile")
+OP_PARAMS_READ = ("TRECIP", "TSEL")  # ops whose op_params column the mapping reads (precision, mask variant)
+
+
 def extra_note(row: Any) -> str:
-    """Return a note naming the row's `extra` keys the mapping does not read ("" if none); TraceError for a key that
-    looks like one it reads (`binary` for isBinary) or that is an op-parameter column (`src1_valid`), whose value
-    would otherwise be dropped without a word."""
+    """Return a note naming the row's `extra` keys the mapping does not read, and an `op_params` value of an op that
+    takes none ("" if none); TraceError for a key that looks like one it reads (`binary` for isBinary) or that is an
+    op-parameter column (`src1_valid`), a key given twice or without a value, or a `variant` the mapping does not
+    know, whose value would otherwise be dropped without a word."""
     import difflib
 
+    text = str(row.get("extra", "") or "")
+    seen = set()
+    for part in (p.strip() for p in text.split(";")):
+        if not part:
+            continue
+        key, eq, value = (x.strip() for x in part.partition("="))
+        if not key or not eq or not value:
+            raise TraceError(f"extra part {part!r} is not key=value; extra holds key=value pairs separated by ';'")
+        if key in seen:
+            raise TraceError(f"extra key {key!r} is given twice")
+        seen.add(key)
+    extra = parse_extra(text)
+    if "variant" in extra and extra["variant"] not in EXTRA_VARIANTS:
+        raise TraceError(f"extra variant {extra['variant']!r} is not one the mapping reads; accepted: "
+                         f"{', '.join(EXTRA_VARIANTS)}")
+    notes = []
+    params = cell_text(row.get("op_params", ""))
+    if params and str(row.get("op", "")).upper() not in OP_PARAMS_READ:
+        notes.append(f"op_params {params!r} not read (only {', '.join(OP_PARAMS_READ)} take one)")
     unread = []
-    for key in parse_extra(row.get("extra", "")):
+    for key in extra:
         if key in EXTRA_READ or key in EXTRA_UNUSED:
             continue
         if key in param_columns():
@@ -413,7 +438,9 @@ def extra_note(row: Any) -> str:
         if near:
             raise TraceError(f"extra key {key!r} is not read: did you mean {near!r}? (read: {', '.join(EXTRA_READ)})")
         unread.append(key)
-    return f"extra key{'s' if len(unread) > 1 else ''} not read: {', '.join(unread)}" if unread else ""
+    if unread:
+        notes.append(f"extra key{'s' if len(unread) > 1 else ''} not read: {', '.join(unread)}")
+    return "; ".join(notes)
 
 
 def trace_request(row: Any, kw: dict[str, Any] | None = None) -> tuple[Any, str]:
@@ -516,7 +543,10 @@ def _transfer_kwargs(extra: dict[str, str], valid_rows: int) -> dict[str, Any]:
     tile (the bytes moved equal the tile's, as in costmodel.md §4's finding).
     """
     out: dict[str, Any] = {}
-    if all(f"shape{i}" in extra for i in range(5)):
+    given = [f"shape{i}" for i in range(5) if f"shape{i}" in extra]
+    if given and len(given) < 5:
+        raise TraceError(f"extra gives {', '.join(given)} of the GM shape; a TLOAD/TSTORE row needs all of shape0..shape4")
+    if given:
         dims = [count(extra[f"shape{i}"], f"extra shape{i}") for i in range(5)]
         outer = dims[0] * dims[1] * dims[2]
         if outer * dims[3] != valid_rows and dims[3] == valid_rows and valid_rows % outer == 0:

@@ -1,7 +1,7 @@
 """Fitting: parameter recovery on synthetic traces, grouped folds, atomic writes, outlier flags, the fit CLI."""
-import re
 import json
 import os
+import re
 import subprocess
 import sys
 

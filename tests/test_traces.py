@@ -1,4 +1,6 @@
 """Trace reading and checking: bad rows reported by line number, predict never aborts."""
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -149,6 +151,32 @@ def test_extra_keys_the_mapping_does_not_read_are_named_and_misspelt_ones_refuse
     assert np.isnan(cycles[2]) and "did you mean 'isInPlace'" in note[2]
     assert np.isnan(cycles[3]) and "column named src1_valid" in note[3]
     assert cycles[4] == cycles[5] and note[4] == "extra key not read: warmup" and note[5] == ""
+
+
+@pytest.mark.parametrize("extra, op_params, message", [
+    ("isBinary", "", "extra part 'isBinary' is not key=value"),
+    ("=true", "", "extra part '=true' is not key=value"),
+    ("PadVal=", "", "extra part 'PadVal=' is not key=value"),
+    ("isBinary=true;isBinary=false", "", "extra key 'isBinary' is given twice"),  # which one was measured?
+    ("variant=xyz", "", "extra variant 'xyz' is not one the mapping reads; accepted: TileScalar, ScalarTile"),
+    ("", "high_precision", "op_params 'high_precision' not read (only TRECIP, TSEL take one)"),
+])
+def test_extra_and_op_params_the_mapping_cannot_read_say_so(extra, op_params, message):
+    from fit.traces import extra_note
+
+    row = {"op": "TCOLSUM", "extra": extra, "op_params": op_params}
+    if op_params:
+        assert extra_note(row) == message
+    else:
+        with pytest.raises(TraceError, match=re.escape(message)):
+            extra_note(row)
+    assert extra_note({"op": "TCOLSUM", "extra": ";;isBinary=true;", "op_params": ""}) == ""  # empty parts: nothing
+
+
+def test_a_partial_gm_shape_is_refused(tmp_path):
+    p = write(tmp_path, "a2a3,TLOAD,f32,128,128,shape1=7\n", header="arch,op,dtype,rows,cols,extra\n")
+    out = predict_frame(read_trace(p))
+    assert np.isnan(out.loc[0, "predicted_cycles"]) and "needs all of shape0..shape4" in out.loc[0, "note"]
 
 
 def test_missing_columns_and_unreadable_files(tmp_path):
