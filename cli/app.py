@@ -390,7 +390,18 @@ def validate(
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write predicted-vs-measured and residual plots (any format matplotlib writes: .png, .svg, .pdf, ...).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Score a model against measurements: MAPE, median and worst error, share within 5 %, Kendall tau."""
+    """Score a model against measurements: MAPE, median and worst error, share within 5 %, Kendall tau.
+
+    --json prints one object with the keys
+    file, model, plot;
+    parameters: the formula and pipeline tables in use (table path, sha256 prefix);
+    overall: n, rows, unmodelled, mape, median_ape, worst_ape, within_5 (in %),
+    kendall_tau, models_used, strategies (order and regret where one request's
+    strategies were measured);
+    per_op: arch, op and the metrics;
+    per_group: arch, op, dtype, dst_dtype, op_params, strategy and the metrics;
+    unmodelled: line, arch, op, dtype, note.
+    """
     from costmodel.errors import PtoCostError
     from fit.traces import read_trace
     from fit.validate import validate_frame
@@ -415,13 +426,19 @@ def validate(
             why = f"{why} ({rep.unit} {line}" + (f" and {(notes == why).sum() - 1} more" if (notes == why).sum() > 1
                                                   else "") + ")"
         raise PtoCostError(f"{measured}: no row could be scored with model {model!r}: {why}")
+    from costmodel.models import a5_pipeline_uarch, params, provenance
+
+    tables = {"formula": provenance.table(params.path_in_use()),
+              "pipeline": provenance.table(a5_pipeline_uarch.path_in_use())}
     if plot:
         from fit.io import save_figure
         from fit.plots import validation_figure
 
-        save_figure(validation_figure(rep.predictions, title=f"{measured} — model {model}"), plot)
+        title = f"{measured} — model {model} (formula table @{tables['formula']['sha256']})"
+        save_figure(validation_figure(rep.predictions, title=title), plot)
     if json_out:
-        render.emit_json({"file": measured, "model": model, **rep.to_dict(), **({"plot": plot} if plot else {})})
+        render.emit_json({"file": measured, "model": model, "parameters": tables, **rep.to_dict(),
+                          **({"plot": plot} if plot else {})})
     else:
         render.validation_text(rep, measured)
         if plot:

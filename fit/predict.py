@@ -73,4 +73,6 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
     out["strategy"] = strat
     out["model"] = used
     out["note"] = note
+    # rows whose measured_cycles is wrong or conflicts with a duplicate's: priced, but nothing to score against
+    out.attrs["measured_problems"] = frozenset(p.line for p in problems if p.column == "measured_cycles")
     return out

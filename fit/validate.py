@@ -1,4 +1,4 @@
-"""Score a model against measurements: metrics overall, per op and per (op, dtype, strategy)."""
+"""Score a model against measurements: metrics overall, per op and per (op, dtype, dst dtype, op_params, strategy)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,6 +10,11 @@ from costmodel.errors import TraceError
 from . import metrics
 from .predict import predict_frame
 from .traces import LINE
+
+
+# a group of validate's per-group table: one instruction variant on one strategy (TCVT per target type, TRECIP per
+# precision, TSEL per mask variant)
+GROUP_KEYS = ("arch", "op", "dtype", "dst_dtype", "op_params", "strategy")
 
 
 @dataclass(frozen=True)
@@ -34,8 +39,8 @@ class ValidationReport:
 def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -> ValidationReport:
     """Predict every row of a measured trace and return the accuracy report (`progress` as in predict_frame)."""
     pred = predict_frame(trace, model=model, progress=progress)
-    unusable = pred["note"].astype(str).str.startswith("measured_cycles:")
-    pred["measured_cycles"] = pd.to_numeric(pred["measured_cycles"], errors="coerce")
+    unusable = pred[LINE].isin(pred.attrs.get("measured_problems", ()))
+    pred["measured_cycles"] = pd.to_numeric(pred["measured_cycles"], errors="coerce").where(~unusable)
     if not pred["measured_cycles"].notna().any() and unusable.any():
         first = pred.loc[unusable].iloc[0]
         raise TraceError(f"no row has a usable measured_cycles value ({trace.attrs.get('line_unit', 'line')} "
@@ -43,7 +48,7 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -
     if not pred["measured_cycles"].notna().any():
         raise TraceError("no row has a measured_cycles value: validate compares predictions with measurements "
                          "(`pto-cost predict` prices cases without them)")
-    unmeasured = pred["predicted_cycles"].notna() & pred["measured_cycles"].isna()
+    unmeasured = pred["predicted_cycles"].notna() & pred["measured_cycles"].isna() & ~unusable
     pred.loc[unmeasured, "note"] = "no measured_cycles to compare with"
     ok = pred["predicted_cycles"].notna() & pred["measured_cycles"].notna()
     scored = pred[ok]
@@ -54,6 +59,6 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -
     overall["strategies"] = metrics.strategy_choice(scored)
     overall["models_used"] = {str(k): int(v) for k, v in scored["model"].value_counts().items()}
     per_op = metrics.grouped(scored, ["arch", "op"]) if len(scored) else pd.DataFrame()
-    per_group = metrics.grouped(scored, ["arch", "op", "dtype", "strategy"]) if len(scored) else pd.DataFrame()
+    per_group = metrics.grouped(scored, list(GROUP_KEYS)) if len(scored) else pd.DataFrame()
     unmod = pred[~ok][[LINE, "arch", "op", "dtype", "note"]].rename(columns={LINE: "line"})
     return ValidationReport(pred, overall, per_op, per_group, unmod, trace.attrs.get("line_unit", "line"))

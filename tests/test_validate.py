@@ -36,6 +36,26 @@ def test_metrics_follow_from_the_errors_planted_in_the_measurements():
     assert set(rep.per_op["op"]) == {"TADD", "TMINS", "TEXP", "TSQRT"}
 
 
+def test_rows_whose_measurements_conflict_or_are_wrong_are_not_scored():
+    trace, pred = _measured([0.0, 0.02, -0.10, 0.04, 0.0])
+    twin = trace.iloc[[0]].assign(measured_cycles=pred[0] * 1.5)  # the same case measured 50 % apart
+    trace = pd.concat([trace, twin], ignore_index=True).astype({"measured_cycles": object})
+    trace.loc[1, "measured_cycles"] = "abc"
+    rep = validate_frame(trace)
+    assert rep.overall["n"] == 3 and rep.overall["worst_ape"] == pytest.approx(10 / 0.9)
+    notes = dict(zip(rep.unmodelled["line"], rep.unmodelled["note"]))
+    assert "conflicting duplicates" in notes[2] and "conflicting duplicates" in notes[7]
+    assert "'abc' is not a cycle count" in notes[3]
+
+
+def test_per_group_keeps_conversions_apart_by_target_type():
+    cases = pd.DataFrame({"arch": "a5", "op": "TCVT", "dtype": "fp32", "dst_dtype": ["fp16", "bf16"], "rows": 1,
+                          "cols": 640, "round_mode": "CAST_RINT"})
+    pred = predict_frame(cases)["predicted_cycles"].to_numpy()
+    rep = validate_frame(cases.assign(measured_cycles=pred * 1.1))
+    assert list(rep.per_group["dst_dtype"]) == ["bf16", "fp16"] and list(rep.per_group["n"]) == [1, 1]
+
+
 def test_a_trace_without_any_measurement_is_an_error():
     with pytest.raises(TraceError, match="measured_cycles"):
         validate_frame(CASES)
@@ -49,6 +69,11 @@ def test_validate_command_json_plot_and_exit_codes(tmp_path):
     doc = json.loads(r.stdout)
     assert doc["overall"]["n"] == 5 and doc["overall"]["worst_ape"] == pytest.approx(3 / 1.03, rel=1e-3)
     assert (tmp_path / "v.png").stat().st_size > 0 and doc["plot"] == str(tmp_path / "v.png")
+    # which tables priced it, so a before/after pair of runs can be told apart
+    from costmodel.models import params, provenance
+
+    assert doc["parameters"]["formula"] == provenance.table(params.path_in_use())
+    assert {"dst_dtype", "op_params", "strategy"} <= set(doc["per_group"][0])
     r = run("validate", str(tmp_path / "m.csv"), "--plot", str(tmp_path / "w.svg"))
     assert r.returncode == 0 and f"wrote {tmp_path / 'w.svg'}" in " ".join(r.stdout.split())
     CASES.to_csv(tmp_path / "cases.csv", index=False)
