@@ -700,6 +700,14 @@ def fit_cmd(
                        f"{', '.join(Path(t).name for t in traces)}"):
         run = fit_traces(traces, k=cv, model=model, group_by=cv_group)
     written = None
+    if dry_run and run.rows:  # what the write would be
+        from fit.params_io import planned_table
+
+        try:
+            written = planned_table(run.rows, output)[1]
+        except PtoCostError as exc:  # the real run refuses such a path before fitting
+            render.console(stderr=json_out).print(render.plain(f"dry run: {output} could not take the result ({exc})"),
+                                                  highlight=False)
     if not dry_run:  # both tables or neither: each is written to a temporary file, renamed once both are written
         from fit.io import atomic_paths
         from fit.pipeline_fit import write_params as write_pipeline
@@ -711,17 +719,18 @@ def fit_cmd(
             if run.pipeline is not None:
                 write_pipeline(run.pipeline, pipeline_output, into=tmps[-1])
     if json_out:
-        render.emit_json({"output": None if dry_run else output, "rows_written": written.rows if written else 0,
+        render.emit_json({"output": None if dry_run else output, "dry_run": dry_run,
+                          "rows_written": written.rows if written else 0,
                           "rows_refitted": written.refitted if written else 0,
                           "rows_kept": written.kept if written else 0,
                           "rows_other_arch": written.other if written else 0,
                           "kept_over_few_observations": list(written.held) if written else [],
                           "pipeline_output": None if dry_run or run.pipeline is None else pipeline_output,
-                          "bad_rows": [str(p) for p in run.problems],
+                          "bad_rows": [p.to_dict() for p in run.problems],
                           "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in sec.items()}
                                    for sec in run.sections]})
     else:
-        render.fit_text(run, None if dry_run else output, written, pipeline_output)
+        render.fit_text(run, output, written, pipeline_output, dry_run=dry_run)
 
 
 def _load_spec(path: str) -> dict:

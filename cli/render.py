@@ -121,6 +121,14 @@ def _param_text(name: str, value: Any) -> str:
     return str(value)
 
 
+def params_text(req) -> str:
+    """Return the request's op parameters as `name=value` words (an integer-to-integer conversion's round mode says it
+    rounds nothing)."""
+    exact = req.family == "convert" and req.dtype.is_integer and req.dst.dtype.is_integer
+    return " ".join(f"{k}={_param_text(k, v)}" + (" (integer to integer: nothing to round)"
+                                                   if exact and k == "round_mode" else "") for k, v in req.params)
+
+
 def estimate_text(e) -> None:
     """Print one estimate as a small key/value table."""
     from rich.table import Table
@@ -134,10 +142,7 @@ def estimate_text(e) -> None:
     if req is not None:
         t.add_row("tiles", plain(tiles_text(req, collapse=False)))
         if req.params:
-            exact = req.family == "convert" and req.dtype.is_integer and req.dst.dtype.is_integer
-            t.add_row("params", plain(" ".join(
-                f"{k}={_param_text(k, v)}" + (" (integer to integer: nothing to round)" if exact and k == "round_mode"
-                                              else "") for k, v in req.params)))
+            t.add_row("params", plain(params_text(req)))
     t.add_row("strategy", plain(f"{e.strategy} ({e.strategy_source})"))
     t.add_row("model", plain(e.model))
     t.add_row("cycles", fmt_cycles(e.cycles))
@@ -186,7 +191,10 @@ def compare_text(ests) -> None:
 
     default, fastest = default_and_fastest(ests)
     e0 = ests[0]
-    t = Table(title=plain(f"{e0.op} on {e0.arch} — {tiles_text(e0.request)} — model {e0.model}"))
+    given = f" — {params_text(e0.request)}" if e0.request.params else ""
+    models = sorted({e.model for e in ests})
+    t = Table(title=plain(f"{e0.op} on {e0.arch} — {tiles_text(e0.request)}{given} — model "
+                          f"{'/'.join(models)}"))
     for col in ("strategy", "cycles", "vs default", "breakdown", "verified"):
         t.add_column(col, justify="right" if col in ("cycles", "vs default") else "left")
     for e in ranked(ests):
@@ -284,8 +292,9 @@ def status(label: str):
     return bar
 
 
-def fit_text(run, output: str | None, written, pipeline_output: str | None = None) -> None:
-    """Print the fit report: bad rows, the model selection, parameters ± standard errors, CV accuracy."""
+def fit_text(run, output: str, written, pipeline_output: str | None = None, *, dry_run: bool = False) -> None:
+    """Print the fit report: bad rows, the model selection, parameters ± standard errors, CV accuracy, and what was
+    written (with `dry_run`, what would be)."""
     from rich.table import Table
 
     from fit.traces import LINE, row_where
@@ -332,19 +341,21 @@ def fit_text(run, output: str | None, written, pipeline_output: str | None = Non
                 extra = f" [{r['extra']}]" if r.get("extra") else ""
                 con.print(plain(f"  {where}: {r['op']} {r['dtype']}{dst} {shape}{extra} {r.get('vf_impl_kind', '') or ''} "
                                 f"measured {r['measured']:g}, predicted {r['predicted']:g} ({r['error_pct']:+.1f} %)"))
-    if not output:
-        con.print("dry run: nothing written")
-        return
     from costmodel.models import a5_pipeline_uarch, params
 
     if run.rows and written:
         kept = (f"; {written.kept} kept from the table: ops, classes or observations this trace does not cover"
                 if written.kept else "")
         kept += f"; {written.other} of another arch, unchanged" if written.other else ""
-        con.print(plain(f"wrote {written.rows} parameter rows to {output} ({written.refitted} refitted{kept})"
-                        f"{_in_use_hint(output, params.path_in_use(), 'PTO_COST_PARAMS')}"))
+        what = f"{written.rows} parameter rows to {output} ({written.refitted} refitted{kept})"
+        con.print(plain(f"dry run: nothing written; it would write {what}" if dry_run else
+                        f"wrote {what}{_in_use_hint(output, params.path_in_use(), 'PTO_COST_PARAMS')}"))
         for line in written.held:
             con.print(plain(f"note: {line}"))
+    if dry_run:
+        if not (run.rows and written):
+            con.print("dry run: nothing written")
+        return
     if pipeline_output and run.pipeline is not None:
         con.print(plain(f"wrote the A5 pipeline parameters to {pipeline_output}"
                         f"{_in_use_hint(pipeline_output, a5_pipeline_uarch.path_in_use(), 'PTO_COST_PIPELINE_PARAMS')}"))

@@ -136,21 +136,30 @@ def write_params(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool =
     use ($PTO_COST_PARAMS, else the shipped one: a new file is a whole table); returns what was written. With `into`,
     write that temporary file, which the caller's `atomic_path` of `path` renames (so two tables can be written
     together: both or neither)."""
-    from costmodel.models.params import shipped
-
     target = Path(path)
     if into is None:
         with atomic_path(target) as tmp:
             return write_params(rows, target, merge=merge, into=tmp)
-    fresh, kept, held = {id(r) for r in rows}, 0, ()
-    if merge:
-        old = (read_table(target) if target.exists() else shipped()).rows
-        held = held_keys(old, rows)
-        rows, kept = merge_rows(old, rows)
+    rows, written = planned_table(rows, target, merge=merge)
     with open(into, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(COLUMNS)
         for r in rows:
             w.writerow([FORMAT_VERSION, r.arch, r.form, r.scope, r.name, r.dtype, r.dst_dtype, r.strategy,
                         r.op_params, r.term, _fmt(float(r.value)), _fmt(r.stderr), r.n_obs, _fmt(r.cv_mape), r.source])
-    return Written(len(rows), sum(id(r) in fresh for r in rows), kept, held)
+    return written
+
+
+def planned_table(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool = True
+                  ) -> tuple[list[ParamRow], Written]:
+    """Return (the rows `write_params` writes at `path`, what that write is: `Written`) without writing: `rows`
+    merged into the table at `path`, or where there is none into the table in use."""
+    from costmodel.models.params import shipped
+
+    target = Path(path)
+    fresh, kept, held = {id(r) for r in rows}, 0, ()
+    if merge:
+        old = (read_table(target) if target.exists() else shipped()).rows
+        held = held_keys(old, rows)
+        rows, kept = merge_rows(old, rows)
+    return rows, Written(len(rows), sum(id(r) in fresh for r in rows), kept, held)

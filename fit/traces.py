@@ -72,6 +72,12 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.where}: {self.column}: {self.message}"
 
+    def to_dict(self) -> dict:
+        """Return the problem as JSON-ready fields: trace (where several are read), line, unit ("row": a Parquet
+        file's), column, message."""
+        return {**({"trace": self.source} if self.source else {}), "line": self.line,
+                **({"unit": self.unit} if self.unit != "line" else {}), "column": self.column, "message": self.message}
+
 
 def _check_header(path: Path) -> None:
     """Raise TraceError if a CSV header names a column twice (pandas would rename the second copy and read the
@@ -241,7 +247,8 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
     df["rows"], df["cols"] = rows, cols
     df["valid_rows"] = _int_column(df, "valid_rows", problems, minimum=0, default=rows)
     df["valid_cols"] = _int_column(df, "valid_cols", problems, minimum=0, default=cols)
-    over = (df.valid_rows > df.rows) | (df.valid_cols > df.cols)
+    # only where the tile itself is a shape: a row whose rows or cols is wrong already says so
+    over = ((df.valid_rows > df.rows) | (df.valid_cols > df.cols)) & (df.rows >= 1) & (df.cols >= 1)
     for line, vr, vc, r, c in df.loc[over, [LINE, "valid_rows", "valid_cols", "rows", "cols"]].itertuples(index=False):
         problems.append(Problem(int(line), "valid_rows/valid_cols", f"valid region {vr:g}x{vc:g} is larger than the tile {r:g}x{c:g}; accepted: at most {r:g}x{c:g}"))
     if require_measured or (df["measured_cycles"] != "").any():

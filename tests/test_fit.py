@@ -763,8 +763,9 @@ def test_traces_fitted_together_must_agree_on_a_case(tmp_path):
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
     bad = json.loads(r.stdout)["bad_rows"]
-    assert len(bad) == 2 and all("conflicting duplicates across traces" in b for b in bad)
-    assert any(b.startswith(f"{trace.name} line 2") for b in bad) and any(b.startswith("other.csv line 2") for b in bad)
+    assert len(bad) == 2 and all("conflicting duplicates across traces" in b["message"] for b in bad)
+    assert {(b["trace"], b["line"], b["column"]) for b in bad} == {(trace.name, 2, "measured_cycles"),
+                                                                   ("other.csv", 2, "measured_cycles")}
 
 
 def test_a_refitted_class_replaces_its_per_dtype_rows_and_repeats_are_one_observation(tmp_path):

@@ -178,11 +178,16 @@ class IntrinsicModel:
                 unmeasured.add(split_key(key)[1:])
         self.provenance = {"formula": rows_provenance(table, used)}
         notes = [_unmeasured_note(cls, dt, measured_dtypes(table).get(cls, ())) for cls, dt in sorted(unmeasured)]
-        # an op that reads dst is only ever in place: there is no out-of-place plan to compare with
-        if truthy(plan.request.param("in_place", "")) and plan.request.family not in READS_DST:
-            notes.append(IN_PLACE_NOTE)
+        if in_place_note(plan.request):
+            notes.append(in_place_note(plan.request))
         self.source_note = "; ".join(notes)
         return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)
+
+
+def in_place_note(req) -> str:
+    """Return the caveat of an A2/A3 in-place request's price (IN_PLACE_NOTE), or "" for one not in place or one that
+    reads dst (only ever in place: there is no out-of-place plan to compare with)."""
+    return IN_PLACE_NOTE if truthy(req.param("in_place", "")) and req.family not in READS_DST else ""
 
 
 # measured (a2a3_cycles.csv, TSQRT 64x64): in place 198 against 160 cycles in f32, 102 against 160 in f16; the

@@ -316,7 +316,7 @@ class A5FormulaModel:
                                    f"typical error {error[0]:.1f} %: the mean error on {error[1]} measured "
                                    f"{key['name']} {types} row{'s' if error[1] != 1 else ''}, each predicted by a "
                                    "fit that did not see its tile shape",
-                            "family": f"formula parameters of the family {family_of(key)} ({key['dtype']} was not "
+                            "family": f"formula parameters of the family {family_of(key)} ({types} was not "
                                       "measured)",
                             "body": f"{key['name']} was not measured: priced by the formula of the measured ops "
                                     f"whose chunks do the same work (body {sig})"}[src]

@@ -166,7 +166,8 @@ class Timeline:
         shown = len(rows)
         if shown < len(self.trace):
             lines.append(f"... {len(self.trace) - shown} more dynamic instructions not shown "
-                         f"(first {self.max_iterations} iterations of each loop)")
+                         f"(first {self.max_iterations} iteration{'s' if self.max_iterations != 1 else ''} of each "
+                         "loop)")
         else:
             most = max((i for r in rows for i in r["iterations"]), default=-1) + 1
             if most and most < self.max_iterations:

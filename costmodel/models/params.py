@@ -84,7 +84,8 @@ def read_table(path: str | Path) -> ParamTable:
     """Read and check a parameter CSV; raises TraceError naming the line of a malformed row."""
     rows: list[ParamRow] = []
     if not Path(path).is_file():
-        raise TraceError(f"parameter table {path} does not exist")
+        raise TraceError(f"parameter table {path} " + ("is a directory, not a .csv table" if Path(path).is_dir()
+                                                       else "does not exist"))
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
