@@ -373,7 +373,8 @@ def predict(
     with render.progress("predicting", len(trace)) as tick:
         df = predict_frame(trace, model=model, progress=tick)
     added = [c for c in trace.attrs.get("added_columns", [LINE]) if c not in ("strategy",)]
-    write_frame(df.drop(columns=added), output)
+    df.attrs = {}  # bookkeeping of the reading, not the output's (a Parquet file would store it)
+    write_frame(df.drop(columns=added).rename(columns=trace.attrs.get("given_names", {})), output)
     n_ok = int(df["predicted_cycles"].notna().sum())
     replaced = [c for c in ("predicted_cycles", "model", "note") if c in trace.columns]  # strategy is an input column
     render.console(stderr=True).print(render.plain(

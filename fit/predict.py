@@ -76,5 +76,5 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
     out["model"] = used
     out["note"] = note
     # rows whose measured_cycles is wrong or conflicts with a duplicate's: priced, but nothing to score against
-    out.attrs["measured_problems"] = frozenset(p.line for p in problems if p.column == "measured_cycles")
+    out.attrs["measured_problems"] = sorted({p.line for p in problems if p.column == "measured_cycles"})
     return out

@@ -157,7 +157,7 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace", lines: list[int] |
     other."""
     df = df.copy()
     given = [str(c) for c in df.columns]
-    df.columns = [c.strip().lower() for c in given]
+    df.columns = given_lower = [c.strip().lower() for c in given]
     _check_unique(given, name)
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
@@ -177,6 +177,8 @@ def normalise_trace(df: pd.DataFrame, *, name: str = "trace", lines: list[int] |
         df.insert(0, LINE, lines if lines is not None and len(lines) == len(df) else np.arange(2, len(df) + 2))
         added = [LINE, *added]
     df.attrs["added_columns"] = added  # what the input lacked: outputs leave them out again
+    # the input's own spelling of the columns read lower-cased (`Arch`), which outputs write back
+    df.attrs["given_names"] = {low: g for low, g in zip(given_lower, given) if low != g}
     return df
 
 

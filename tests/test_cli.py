@@ -557,3 +557,12 @@ def test_yaml_specs_read_scalars_as_yaml_does_and_colon_numbers_as_text():
     got = yaml.load(text, Loader=_spec_loader(yaml))
     assert got == {**yaml.safe_load(text), "g": "16:32", "h": "1:16:5"}
     assert yaml.safe_load(text)["g"] == 992  # what YAML 1.1 would have made of it
+
+
+def test_predict_writes_the_inputs_own_column_names_back(tmp_path):
+    (tmp_path / "c.csv").write_text("Arch, Op ,DType,rows,cols,Measured_Cycles\na5,TADD,f32,4,64,60\n")
+    r = run("predict", str(tmp_path / "c.csv"), "-o", str(tmp_path / "o.csv"))
+    assert r.returncode == 0, r.stderr
+    header = (tmp_path / "o.csv").read_text().splitlines()[0].split(",")
+    assert header == ["Arch", "Op ", "DType", "rows", "cols", "Measured_Cycles", "strategy", "predicted_cycles",
+                      "model", "note"]
