@@ -506,12 +506,26 @@ def request_kwargs(row: Any) -> dict[str, Any]:
     for key, name in (("isInPlace", "in_place"), ("isBinary", "binary")):
         if key in extra:
             kw[name] = flag(extra[key], f"extra {key}")
+    if kw.get("in_place") is False and _reads_dst(row["op"]):
+        raise TraceError(f"extra isInPlace={extra['isInPlace']}: {str(row['op']).upper()} reads and overwrites dst, "
+                         "so it always runs in place")
     if row["op"].upper() in ("TLOAD", "TSTORE"):
         kw.update(_transfer_kwargs(extra, int(row["valid_rows"])))
     if row["op"].upper() == "TMOV":
         kw.update(_tmov_kwargs(extra))
     kw.update(_param_columns(row, kw))
     return kw
+
+
+def _reads_dst(op: Any) -> bool:
+    """Whether `op` is a catalogue instruction whose family reads dst (always in place); False for an unknown op."""
+    from costmodel.catalog import READS_DST, instruction
+    from costmodel.errors import PtoCostError
+
+    try:
+        return instruction(str(op)).family in READS_DST
+    except PtoCostError:
+        return False
 
 
 def param_columns() -> tuple[str, ...]:

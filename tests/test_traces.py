@@ -399,3 +399,11 @@ def test_vf_impl_kind_by_enum_value_and_whitespace_lines(tmp_path):
     p.write_text(p.read_text() + "# a comment\n")
     with pytest.raises(TraceError, match="line 6 has 1 fields .* no comment lines"):
         read_trace(p)
+
+
+def test_a_row_saying_an_op_that_reads_dst_ran_out_of_place_names_its_extra_key(tmp_path):
+    p = write(tmp_path, "a2a3,TMULADDDST,f32,4,64,isInPlace=0\na2a3,TMULADDDST,f32,4,64,isInPlace=1\n",
+              header="arch,op,dtype,rows,cols,extra\n")
+    out = predict_frame(read_trace(p))
+    assert out.loc[0, "note"] == "extra isInPlace=0: TMULADDDST reads and overwrites dst, so it always runs in place"
+    assert np.isfinite(out.loc[1, "predicted_cycles"])
