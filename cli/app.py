@@ -601,9 +601,9 @@ def _on_lines(points, df, path: str, at: str):
     return points[on]
 
 
-# what a measured row's request keeps when the plot's op options replace its own: what no option sets (TSEL's mask
-# variant follows its measured key, a TLOAD test's dynamic GM shape) besides the request itself
-_REQUEST_KEYS = ("op", "shape", "dtype", "arch", "valid", "dst_dtype", "strategy", "mask_variant", "gm_dynamic")
+# what a measured row's request keeps when the plot's op options replace its own: what no option sets (a TLOAD
+# test's dynamic GM shape) besides the request itself
+_REQUEST_KEYS = ("op", "shape", "dtype", "arch", "valid", "dst_dtype", "strategy", "gm_dynamic")
 
 
 def _measured_points(path: str, df, x: str, fixed: str, dst: str | None, params: dict):
@@ -702,9 +702,10 @@ def fit_cmd(
         run = fit_traces(traces, k=cv, model=model, group_by=cv_group)
     written = None
     if dry_run and run.rows:  # what the write would be
-        from fit.params_io import planned_table
+        from fit.params_io import check_params_path, planned_table
 
         try:
+            check_params_path(output)
             written = planned_table(run.rows, output)[1]
         except PtoCostError as exc:  # the real run refuses such a path before fitting
             render.console(stderr=json_out).print(render.plain(f"dry run: {output} could not take the result ({exc})"),

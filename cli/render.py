@@ -350,8 +350,8 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
         what = f"{written.rows} parameter rows to {output} ({written.refitted} refitted{kept})"
         con.print(plain(f"dry run: nothing written; it would write {what}" if dry_run else
                         f"wrote {what}{_in_use_hint(output, params.path_in_use(), 'PTO_COST_PARAMS')}"))
-        for line in written.held:
-            con.print(plain(f"note: {line}"))
+        for held in written.held:
+            con.print(plain(f"note: {held['message']}"))
     if dry_run:
         if not (run.rows and written):
             con.print("dry run: nothing written")

@@ -377,7 +377,7 @@ PARAM_FAMILIES = {
     "binary": ("col_reduce",), "dst_layout": ("row_reduce", "data_movement"), "src_layout": ("data_movement",),
     "gm_shape": ("data_movement",), "pad": ("data_movement",),
     "expand_mode": ("row_expand", "row_expand_binary"), "expanded": ("row_expand_binary",),
-    "idx_dtype": ("partial", "gather_scatter"), "mask_variant": ("compare_select",),
+    "idx_dtype": ("partial", "gather_scatter"),
     "scalar": (*SCALAR_FAMILIES, "compare_select"),
     **dict.fromkeys(("layout", "gm_dynamic", "src_loc", "dst_loc"), ("data_movement",)),
     **dict.fromkeys(("repeat", "mask", "dst_rep_stride", "src_blk_stride", "src_rep_stride"), ("block_reduce",)),

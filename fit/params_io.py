@@ -30,7 +30,7 @@ class Written:
     rows: int
     refitted: int
     kept: int
-    held: tuple[str, ...] = ()  # keys of one op or class whose better-measured table rows this fit's few did not replace
+    held: tuple[dict, ...] = ()  # keys of one op or class whose better-measured table rows this fit's few did not replace
 
     @property
     def other(self) -> int:
@@ -50,48 +50,72 @@ MIN_OWN_OBS = 4
 
 
 def replaces(new: ParamRow, old: ParamRow | None) -> bool:
-    """Whether a freshly fitted row replaces the table's row of its key: always where the table has none; never with
-    a value the fit had no observations for (a family or prior value); a row of one op key or intrinsic class when
-    the fit observed it at least MIN_OWN_OBS times or as often as the table did (your measurements of an op are the
-    ones to price it by, once they can pin its curve); a row shared by many ops (A5 dispatch, address bound, shared
-    bodies and families; A2/A3 control and dtype rows) only when the fit saw at least as many observations as the
-    table's (a trace of one op must not move what every op reads)."""
+    """Whether a freshly fitted row shared by many ops (A5 dispatch, address bound, shared bodies and families; A2/A3
+    control and dtype rows) replaces the table's row of its key: always where the table has none; never with a value
+    the fit had no observations for (a family or prior value); otherwise only when the fit saw at least as many
+    observations as the table's (a trace of one op must not move what every op reads). Rows of one op key or
+    intrinsic class go together (`own_verdicts`)."""
     if old is None:
         return True
     if not new.n_obs:
         return False
-    return new.n_obs >= (min(old.n_obs, MIN_OWN_OBS) if new.scope in OWN_SCOPES else old.n_obs)
+    return new.n_obs >= old.n_obs
 
 
-def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[str, ...]:
+def _group(r: ParamRow) -> tuple:
+    return _key(r)[:-1]
+
+
+def own_verdicts(old: list[ParamRow], new: list[ParamRow]) -> dict[tuple, tuple[bool, int, int]]:
+    """Return, per op key or intrinsic class and dtype the fit wrote, (whether its rows replace the table's, the
+    observations of the fit's and of the table's: the most any of its rows records). A key's rows are one fit's
+    (coefficients, extents), so they replace the table's together or not at all: where the table has none; or when
+    the fit observed the key at least MIN_OWN_OBS times or as often as the table did (your measurements of an op are
+    the ones to price it by, once they can pin its curve); never from no observation."""
+    n_old: dict[tuple, int] = {}
+    n_new: dict[tuple, int] = {}
+    for rows, n in ((old, n_old), (new, n_new)):
+        for r in rows:
+            if r.scope in OWN_SCOPES:
+                n[_group(r)] = max(n.get(_group(r), 0), r.n_obs)
+    return {g: (g not in n_old or (n > 0 and n >= min(n_old[g], MIN_OWN_OBS)), n, n_old.get(g, 0))
+            for g, n in n_new.items()}
+
+
+def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
     """Return, per op key or intrinsic class the fit observed but whose table rows it does not replace (too few
-    observations, `replaces`), what was kept and why."""
-    by_key = {_key(r): r for r in old}
-    held: dict[tuple, tuple[ParamRow, int]] = {}
+    observations, `own_verdicts`), what was kept: the key's fields, the table's and the fit's observations, and a
+    sentence saying so."""
+    verdicts = own_verdicts(old, new)
+    out, seen = [], set()
     for r in new:
-        was = by_key.get(_key(r))
-        if r.scope in OWN_SCOPES and r.n_obs and was is not None and not replaces(r, was):
-            first, n_old = held.get(_key(r)[:-1], (r, 0))
-            held[_key(r)[:-1]] = (first, max(n_old, was.n_obs))
-    out = []
-    for r, n_old in held.values():
+        g = _group(r)
+        replace, n_new, n_old = verdicts.get(g, (True, 0, 0))
+        if r.scope not in OWN_SCOPES or replace or not n_new or g in seen:
+            continue
+        seen.add(g)
         what = " ".join(x for x in (r.arch, r.name, r.dtype if r.dtype != "*" else "",
                                     f"-> {r.dst_dtype}" if r.dst_dtype else "", r.strategy, r.op_params) if x)
-        out.append(f"{what}: the table's values ({n_old} observations) kept; this trace has {r.n_obs}, and "
-                   f"{MIN_OWN_OBS} replace them")
+        out.append({"arch": r.arch, "scope": r.scope, "name": r.name, "dtype": r.dtype, "dst_dtype": r.dst_dtype,
+                    "strategy": r.strategy, "op_params": r.op_params, "table_observations": n_old,
+                    "trace_observations": n_new,
+                    "message": f"{what}: kept the table's values ({n_old} observations); this trace measures it "
+                               f"{n_new} time{'s' if n_new != 1 else ''}, fewer than the {MIN_OWN_OBS} that replace "
+                               "them"})
     return tuple(out)
 
 
 def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow], int]:
     """Return (the merged rows, how many of `old` were kept in the (arch, form) groups `new` covers): each new row
-    replaces the old row of its key (arch, form, scope, name, types, strategy, variant, term) where `replaces` says
-    so; old rows of keys the fit did not write (another op's, another class's) stay. So a partial trace refines a
+    replaces the old row of its key (arch, form, scope, name, types, strategy, variant, term) where `replaces` or,
+    for the rows of one op key or class, `own_verdicts` says so; old rows of keys the fit did not write (another op's, another class's) stay. So a partial trace refines a
     table instead of replacing it. Rows are grouped by (arch, form) in sorted order, each group keeping its order, so
     the layout does not depend on which fit wrote last."""
     by_key = {_key(r): r for r in old}
+    verdicts = own_verdicts(old, new)
     refit_classes = set()
     for r in new:
-        if replaces(r, by_key.get(_key(r))):
+        if verdicts[_group(r)][0] if r.scope in OWN_SCOPES else replaces(r, by_key.get(_key(r))):
             by_key[_key(r)] = r
             if r.scope == "intrinsic" and r.dtype == "*":
                 refit_classes.add((r.arch, r.form, r.name, r.term))

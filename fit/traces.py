@@ -405,7 +405,9 @@ EXTRA_UNUSED = ("TAG", "gShape0", "gShape1", "gShape2", "padValue", "N", "C1", "
 
 # `variant` values of the measured A2/A3 file (TDIVS operand order): ScalarTile maps to order=scalar_tile
 EXTRA_VARIANTS = ("TileScalar", "ScalarTile")
-OP_PARAMS_READ = ("TRECIP", "TSEL")  # ops whose op_params column the mapping reads (precision, mask variant)
+# the mask programs a TSEL runs, by element width (costmodel.md §3 step 6): the lowering picks one (a 32-bit TSEL in
+# 1D by its trip count's parity), so a row's op_params only names it
+TSEL_PROGRAMS = {32: ("TSel_b32_even", "TSel_b32_odd"), 16: ("TSel_b16_8",), 8: ("TSel_b16_8",)}
 
 
 def extra_note(row: Any) -> str:
@@ -414,6 +416,9 @@ def extra_note(row: Any) -> str:
     op-parameter column (`src1_valid`), a key given twice or without a value, or a `variant` the mapping does not
     know, whose value would otherwise be dropped without a word."""
     import difflib
+
+    from costmodel.dtypes import dtype as as_dtype
+    from costmodel.errors import PtoCostError
 
     text = str(row.get("extra", "") or "")
     seen = set()
@@ -431,9 +436,17 @@ def extra_note(row: Any) -> str:
         raise TraceError(f"extra variant {extra['variant']!r} is not one the mapping reads; accepted: "
                          f"{', '.join(EXTRA_VARIANTS)}")
     notes = []
-    params = cell_text(row.get("op_params", ""))
-    if params and str(row.get("op", "")).upper() not in OP_PARAMS_READ:
-        notes.append(f"op_params {params!r} not read (only {', '.join(OP_PARAMS_READ)} take one)")
+    params, op = cell_text(row.get("op_params", "")), str(row.get("op", "")).upper()
+    if params and op == "TSEL":
+        try:
+            programs = TSEL_PROGRAMS.get(as_dtype(row.get("dtype", "")).bits, ())
+        except PtoCostError:
+            programs = ()
+        if programs and params not in programs:
+            notes.append(f"op_params {params!r} is not a {row.get('dtype')} TSEL mask program "
+                         f"({', '.join(programs)}): priced by the program the lowering picks")
+    elif params and op != "TRECIP":
+        notes.append(f"op_params {params!r} not read (TRECIP takes a precision, TSEL names its mask program)")
     unread = []
     for key in extra:
         if key in EXTRA_READ or key in EXTRA_UNUSED:
@@ -494,8 +507,6 @@ def request_kwargs(row: Any) -> dict[str, Any]:
     params = str(row.get("op_params") or "")
     if row["op"].upper() == "TRECIP" and params:
         kw["precision"] = params
-    elif row["op"].upper() == "TSEL" and params:
-        kw["mask_variant"] = params
     if row.get("round_mode"):
         kw["round_mode"] = str(row["round_mode"])  # CAST_RINT, rint, r: make_request names it (conversions.py)
     if row.get("saturation_mode"):

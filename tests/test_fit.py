@@ -454,14 +454,21 @@ def test_few_observations_of_an_op_do_not_replace_its_better_measured_rows(tmp_p
         return ParamRow("a5", "vf", "op", name, "f32", "", "1d-post-update", "", term, value, None, n, None, "t")
 
     path = tmp_path / "p.csv"
-    write_params([row("TADD", 1.0, 31), row("TADD", 40.0, 31, "p0"), row("TSUB", 2.0, 2)], path, merge=False)
+    write_params([row("TADD", 1.0, 31), row("TADD", 40.0, 31, "p0"), row("TADD", 10.0, 9, "max_chunks"),
+                  row("TSUB", 2.0, 2)], path, merge=False)
     written = write_params([row("TADD", 4.7, 2), row("TADD", 41.0, 2, "p0"), row("TSUB", 3.0, 2)], path)
     got = {(r.name, r.term): r.value for r in read_table(path).rows}
-    assert got == {("TADD", "p1"): 1.0, ("TADD", "p0"): 40.0, ("TSUB", "p1"): 3.0}  # TSUB: as many as the table's
-    assert written.held == (f"a5 TADD f32 1d-post-update: the table's values (31 observations) kept; this trace has "
-                            f"2, and {MIN_OWN_OBS} replace them",)
-    write_params([row("TADD", 0.9, MIN_OWN_OBS)], path)
-    assert {(r.name, r.term): r.value for r in read_table(path).rows}[("TADD", "p1")] == 0.9
+    assert got == {("TADD", "p1"): 1.0, ("TADD", "p0"): 40.0, ("TADD", "max_chunks"): 10.0,
+                   ("TSUB", "p1"): 3.0}  # TSUB: as many as the table's
+    (held,) = written.held
+    assert held["message"] == (f"a5 TADD f32 1d-post-update: kept the table's values (31 observations); this trace "
+                               f"measures it 2 times, fewer than the {MIN_OWN_OBS} that replace them")
+    assert (held["table_observations"], held["trace_observations"]) == (31, 2)
+    # a key's rows go together: coefficients seen 6 times and an extent seen 3 (one loop form) replace all of the
+    # table's key, its extent too, though the table's extent was seen 9 times
+    written = write_params([row("TADD", 0.9, 6), row("TADD", 5.0, 3, "max_chunks")], path)
+    got = {(r.name, r.term): r.value for r in read_table(path).rows if r.name == "TADD"}
+    assert got == {("TADD", "p1"): 0.9, ("TADD", "max_chunks"): 5.0} and written.held == ()
 
 
 def test_atomic_path_leaves_the_old_file_on_failure(tmp_path):

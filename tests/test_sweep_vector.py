@@ -567,3 +567,15 @@ def test_shipped_a5_formula_never_gets_cheaper_as_a_tile_grows_but_where_measure
         even_select = out["op"].eq("TSEL") & out["dtype"].eq("f32") & out["strategy"].str.startswith("1d") & even_trip
         drops = out[(step < -1e-6) & ~(one_chunk_1d & widening) & ~even_select]
         assert drops.empty, drops[key + ["rows", "cols", "cycles"]].head()
+
+
+@pytest.mark.parametrize("op, extra", [("TEXPANDS", {}), ("TAXPY", {}), ("TSUBRELU", {"in_place": True})])
+def test_an_empty_valid_region_next_to_anchored_rows_is_a_row_error(op, extra):
+    # the anchors warmed in closed form skip rows no request takes (their error is the per-request path's)
+    df = pd.DataFrame([dict(op=op, dtype="f32", arch="a5", rows=255, cols=128, valid_rows=255, valid_cols=1,
+                            static_valid=True, **extra),
+                       dict(op=op, dtype="f32", arch="a5", rows=1, cols=64, valid_rows=0, valid_cols=61,
+                            static_valid=True, **extra)])
+    out = sweep(df)
+    assert np.isfinite(out.loc[0, "cycles"]) and np.isnan(out.loc[1, "cycles"])
+    assert out.loc[1, "note"] == f"valid region 0x61 is empty; {op} needs at least 1x1"

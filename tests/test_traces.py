@@ -159,7 +159,8 @@ def test_extra_keys_the_mapping_does_not_read_are_named_and_misspelt_ones_refuse
     ("PadVal=", "", "extra part 'PadVal=' is not key=value"),
     ("isBinary=true;isBinary=false", "", "extra key 'isBinary' is given twice"),  # which one was measured?
     ("variant=xyz", "", "extra variant 'xyz' is not one the mapping reads; accepted: TileScalar, ScalarTile"),
-    ("", "high_precision", "op_params 'high_precision' not read (only TRECIP, TSEL take one)"),
+    ("", "high_precision", "op_params 'high_precision' not read (TRECIP takes a precision, TSEL names its mask "
+                           "program)"),
 ])
 def test_extra_and_op_params_the_mapping_cannot_read_say_so(extra, op_params, message):
     from fit.traces import extra_note
@@ -171,6 +172,11 @@ def test_extra_and_op_params_the_mapping_cannot_read_say_so(extra, op_params, me
         with pytest.raises(TraceError, match=re.escape(message)):
             extra_note(row)
     assert extra_note({"op": "TCOLSUM", "extra": ";;isBinary=true;", "op_params": ""}) == ""  # empty parts: nothing
+    # a TSEL's op_params names the mask program the lowering picks by element width (costmodel.md §3 step 6)
+    assert extra_note({"op": "TSEL", "dtype": "fp16", "extra": "", "op_params": "TSel_b16_8"}) == ""
+    assert extra_note({"op": "TSEL", "dtype": "fp32", "extra": "", "op_params": "TSel_b16_8"}) == (
+        "op_params 'TSel_b16_8' is not a fp32 TSEL mask program (TSel_b32_even, TSel_b32_odd): priced by the program "
+        "the lowering picks")
 
 
 def test_a_partial_gm_shape_is_refused(tmp_path):

@@ -137,9 +137,37 @@ def param_rows(table: ParamTable, key: str) -> tuple[ParamRow, ...]:
             continue
         if row.dtype == dt:
             return (row,)
+        twin = same_width_row(table, name, term, dt)
+        if twin is not None:
+            return (twin,)
         delta = table.lookup("a2a3", "intrinsic", "dtype_delta", "*", term, dtype=dt)
         return (row, delta) if delta is not None and delta.dtype == dt else (row,)
     raise KeyError(f"no a2a3 parameter {term} for {cls}")
+
+
+@functools.cache
+def _type_blind() -> frozenset[str]:
+    """Intrinsics whose lanes carry bits only, whatever their type: copies, broadcasts and bitwise logic
+    (data/a2a3_intrinsics.csv kernels copy, and, or, not)."""
+    from .._data import read_rows
+
+    return frozenset(r["intrinsic"] for r in read_rows("a2a3_intrinsics.csv")
+                     if r["kernel"] in ("copy", "and", "or", "not"))
+
+
+def same_width_row(table: ParamTable, cls: str, term: str, dt: str) -> ParamRow | None:
+    """Return the row of a type-blind intrinsic class (`_type_blind`) fitted from observations of another dtype of
+    `dt`'s width, for a `dt` without a row of its own: such a class moves the same bits in either type (a u16
+    vector_dup is an f16 one), which its measured twin prices better than the class's unmeasured family value; None
+    otherwise."""
+    if cls not in _type_blind():
+        return None
+    bits = as_dtype(dt).bits
+    for other in measured_dtypes(table).get(cls, ()):
+        row = table.lookup("a2a3", "intrinsic", "intrinsic", cls, term, dtype=other)
+        if other != dt and as_dtype(other).bits == bits and row is not None and row.dtype == other and row.n_obs:
+            return row
+    return None
 
 
 def rows_provenance(table: ParamTable, rows) -> dict:
@@ -170,14 +198,19 @@ class IntrinsicModel:
         terms = dict.fromkeys(TERMS, 0.0)
         used: list[ParamRow] = []
         unmeasured: set[tuple[str, str]] = set()  # (class, dtype) priced from a class row no observation fitted
+        twins: set[tuple[str, str, str]] = set()  # (class, dtype, measured dtype of its width that priced it)
         for key, count in plan_features(plan).items():
             rows = param_rows(table, key)
             terms[KINDS[split_key(key)[0]][0]] += count * sum(r.value for r in rows)
             used += rows
             if rows[0].scope == "intrinsic" and not rows[0].n_obs:
                 unmeasured.add(split_key(key)[1:])
+            elif rows[0].scope == "intrinsic" and rows[0].dtype not in ("*", split_key(key)[2]):
+                twins.add((*split_key(key)[1:], rows[0].dtype))
         self.provenance = {"formula": rows_provenance(table, used)}
         notes = [_unmeasured_note(cls, dt, measured_dtypes(table).get(cls, ())) for cls, dt in sorted(unmeasured)]
+        notes += [f"no measured {dt} row exercises {cls}: priced by its measured {other} row (the same width: its "
+                  "lanes carry bits only)" for cls, dt, other in sorted(twins)]
         if in_place_note(plan.request):
             notes.append(in_place_note(plan.request))
         self.source_note = "; ".join(notes)

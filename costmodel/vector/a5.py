@@ -313,7 +313,8 @@ def warm_anchored(make, sh: Shapes, models) -> None:
     if anchored is None or not len(sh.rows) or a.family in REDUCE_FAMILIES:
         return  # a reduction's anchors take the rows of its source that fit (a5_anchored.anchor_rows): per request
     sh = narrow_all(sh)
-    full = (sh.vc == sh.cols) | (sh.vr <= 1)  # where the anchors' 1D forms are legal (one contiguous run)
+    shaped = (sh.vr >= 1) & (sh.vc >= 1) & (sh.vr <= sh.rows) & (sh.vc <= sh.cols)  # others: their request's error
+    full = shaped & ((sh.vc == sh.cols) | (sh.vr <= 1))  # where the anchors' 1D forms are legal (one contiguous run)
     try:  # an op whose 1D forms need a single row (a broadcast operand changes per row) asks for no more
         if dispatch.one_d_reason(make(8, 256, 8, 256)) is not None:
             full &= sh.vr <= 1
@@ -328,7 +329,7 @@ def warm_anchored(make, sh: Shapes, models) -> None:
             anchors = _anchors(a, s, anchored.table)
         except PtoCostError:
             continue
-        rows = np.flatnonzero(full) if s.startswith("1d") else np.arange(len(sh.rows))
+        rows = np.flatnonzero(full if s.startswith("1d") else shaped)
         if not anchors or not len(rows):
             continue
         sub = sh.take(rows)
