@@ -394,14 +394,15 @@ def validate(
     """Score a model against measurements: MAPE, median and worst error, share within 5 %, Kendall tau.
 
     --json prints one object with the keys
-    file, model, plot;
+    schema_version, tool, file, model, plot;
     parameters: the formula and pipeline tables in use (table path, sha256 prefix);
-    overall: n, rows, unmodelled, mape, median_ape, worst_ape, within_5 (in %),
-    kendall_tau, models_used, strategies (order and regret where one request's
-    strategies were measured);
+    overall: n (rows scored), rows, not_scored, unmodelled (not priced), mape,
+    median_ape, worst_ape, within_5 and within_10 (in %), kendall_tau,
+    models_used, strategies (order and regret where one request's strategies
+    were measured);
     per_op: arch, op and the metrics;
     per_group: arch, op, dtype, dst_dtype, op_params, strategy and the metrics;
-    unmodelled: line, arch, op, dtype, note.
+    not_scored: line, arch, op, dtype, predicted_cycles (null: not priced), note.
     """
     from costmodel.errors import PtoCostError
     from fit.traces import read_trace
@@ -418,12 +419,12 @@ def validate(
     with render.progress("predicting", len(trace)) as tick:
         rep = validate_frame(trace, model=model, progress=tick)
     if not rep.overall["n"]:
-        notes = rep.unmodelled["note"].astype(str)
+        notes = rep.not_scored["note"].astype(str)
         notes = notes[notes != ""]
         why = "no row has a prediction and a measurement"
         if len(notes):
             why = notes.value_counts().index[0]
-            line = rep.unmodelled.loc[notes.index[notes == why][0], "line"]
+            line = rep.not_scored.loc[notes.index[notes == why][0], "line"]
             why = f"{why} ({rep.unit} {line}" + (f" and {(notes == why).sum() - 1} more" if (notes == why).sum() > 1
                                                   else "") + ")"
         raise PtoCostError(f"{measured}: no row could be scored with model {model!r}: {why}")

@@ -245,9 +245,9 @@ def validation_text(rep, name: str) -> None:
                       f"of them, and costs {c['regret_mean']:.2f} % more than the measured fastest on average "
                       f"(p95 {c['regret_p95']:.2f} %, worst {c['regret_max']:.2f} %)")
         con.print(_metrics_table("per op", rep.per_op, ["arch", "op"]))
-    if len(rep.unmodelled):
-        notes = rep.unmodelled.groupby("note", sort=False)["line"].apply(lambda s: ", ".join(map(str, s))).reset_index()
-        con.print(f"[yellow]{len(rep.unmodelled)} row(s) not scored:[/]")
+    if len(rep.not_scored):
+        notes = rep.not_scored.groupby("note", sort=False)["line"].apply(lambda s: ", ".join(map(str, s))).reset_index()
+        con.print(f"[yellow]{len(rep.not_scored)} row(s) not scored:[/]")
         for r in notes.itertuples(index=False):
             con.print(plain(f"  {rep.unit}{'s' if ',' in r.line else ''} {r.line}: {r.note}"))
 

@@ -68,7 +68,8 @@ class Instruction:
                     f"{self.name} {what} on {arch} (--dst-dtype); accepted pairs: {' '.join(pairs)}")
             raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {' '.join(toks)}")
         if not pairs:
-            raise UnsupportedDtypeError(f"{self.name} is modelled with dst of its source's type: it takes no "
+            whose = "--dtype" if ELEMENTWISE_SOURCES.get(self.family) == () else "its source's type"
+            raise UnsupportedDtypeError(f"{self.name} is modelled with dst of {whose}: it takes no "
                                         f"--dst-dtype (got {dt.name} to {dst.name}); accepted dtypes on {arch}: "
                                         f"{' '.join(toks)}")
         if f"{dt.name}>{dst.name}" not in pairs:

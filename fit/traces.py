@@ -437,6 +437,8 @@ def extra_note(row: Any) -> str:
                          f"{', '.join(EXTRA_VARIANTS)}")
     notes = []
     params, op = cell_text(row.get("op_params", "")), str(row.get("op", "")).upper()
+    if "variant" in extra and op != "TDIVS":
+        notes.append(f"extra variant {extra['variant']!r} not read (only TDIVS takes an operand order)")
     if params and op == "TSEL":
         try:
             programs = TSEL_PROGRAMS.get(as_dtype(row.get("dtype", "")).bits, ())

@@ -25,15 +25,20 @@ class ValidationReport:
     overall: dict
     per_op: pd.DataFrame
     per_group: pd.DataFrame
-    unmodelled: pd.DataFrame
-    unit: str = "line"  # what the `line` column of `unmodelled` counts: file lines, or Parquet rows ("row")
+    not_scored: pd.DataFrame  # rows without a prediction or a usable measurement, with the reason
+    unit: str = "line"  # what the `line` column of `not_scored` counts: file lines, or Parquet rows ("row")
+
+    @property
+    def unmodelled(self) -> pd.DataFrame:
+        """The rows not scored because the model could not price them."""
+        return self.not_scored[self.not_scored["predicted_cycles"].isna()]
 
     def to_dict(self) -> dict:
         def records(df: pd.DataFrame) -> list[dict]:
             return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
 
         return {"overall": self.overall, "per_op": records(self.per_op), "per_group": records(self.per_group),
-                "unmodelled": records(self.unmodelled)}
+                "not_scored": records(self.not_scored)}
 
 
 def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -> ValidationReport:
@@ -55,10 +60,11 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -
     scored = scored.assign(op=scored["op"].str.upper(), arch=scored["arch"].str.lower())  # tmins is TMINS
     overall = metrics.summary(scored["predicted_cycles"], scored["measured_cycles"])
     overall["rows"] = int(len(pred))
-    overall["unmodelled"] = int(len(pred) - len(scored))
+    overall["not_scored"] = int(len(pred) - len(scored))
+    overall["unmodelled"] = int(pred["predicted_cycles"].isna().sum())
     overall["strategies"] = metrics.strategy_choice(scored)
     overall["models_used"] = {str(k): int(v) for k, v in scored["model"].value_counts().items()}
     per_op = metrics.grouped(scored, ["arch", "op"]) if len(scored) else pd.DataFrame()
     per_group = metrics.grouped(scored, list(GROUP_KEYS)) if len(scored) else pd.DataFrame()
-    unmod = pred[~ok][[LINE, "arch", "op", "dtype", "note"]].rename(columns={LINE: "line"})
-    return ValidationReport(pred, overall, per_op, per_group, unmod, trace.attrs.get("line_unit", "line"))
+    skipped = pred[~ok][[LINE, "arch", "op", "dtype", "predicted_cycles", "note"]].rename(columns={LINE: "line"})
+    return ValidationReport(pred, overall, per_op, per_group, skipped, trace.attrs.get("line_unit", "line"))

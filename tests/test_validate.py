@@ -32,7 +32,8 @@ def test_metrics_follow_from_the_errors_planted_in_the_measurements():
     assert rep.overall["mape"] == pytest.approx(np.mean(ape))
     assert rep.overall["worst_ape"] == pytest.approx(max(ape))
     assert rep.overall["within_5"] == pytest.approx(75.0)
-    assert list(rep.unmodelled["line"]) == [6] and "no measured_cycles" in rep.unmodelled["note"].iloc[0]
+    assert list(rep.not_scored["line"]) == [6] and "no measured_cycles" in rep.not_scored["note"].iloc[0]
+    assert rep.overall["not_scored"] == 1 and rep.overall["unmodelled"] == 0 and rep.unmodelled.empty
     assert set(rep.per_op["op"]) == {"TADD", "TMINS", "TEXP", "TSQRT"}
 
 
@@ -43,7 +44,7 @@ def test_rows_whose_measurements_conflict_or_are_wrong_are_not_scored():
     trace.loc[1, "measured_cycles"] = "abc"
     rep = validate_frame(trace)
     assert rep.overall["n"] == 3 and rep.overall["worst_ape"] == pytest.approx(10 / 0.9)
-    notes = dict(zip(rep.unmodelled["line"], rep.unmodelled["note"]))
+    notes = dict(zip(rep.not_scored["line"], rep.not_scored["note"]))
     assert "conflicting duplicates" in notes[2] and "conflicting duplicates" in notes[7]
     assert "'abc' is not a cycle count" in notes[3]
 

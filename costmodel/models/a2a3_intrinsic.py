@@ -211,9 +211,8 @@ class IntrinsicModel:
         notes = [_unmeasured_note(cls, dt, measured_dtypes(table).get(cls, ())) for cls, dt in sorted(unmeasured)]
         notes += [f"no measured {dt} row exercises {cls}: priced by its measured {other} row (the same width: its "
                   "lanes carry bits only)" for cls, dt, other in sorted(twins)]
-        if in_place_note(plan.request):
-            notes.append(in_place_note(plan.request))
-        self.source_note = "; ".join(notes)
+        caveat = in_place_note(plan.request)
+        self.source_note = "; ".join([*notes, caveat] if caveat else notes)
         return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)
 
 

@@ -403,9 +403,9 @@ def prepare(rep: Request, make, models) -> Prepared | None:
             or int(ub_need(list(buffers), a_sh, _A.ub_align_bytes)[0]) != end):
         return None
     code = {s: j for j, s in enumerate(names)}
+    placement = {"buffer_names": tuple(n for n, _ in placed), "aliased": len(placed) < len(plan_a.buffers)}
     if note:
-        return Prepared(rep, make, (), (), note, (), (0, 0), buffers, a.dst.static_valid, None,
-                        buffer_names=tuple(n for n, _ in placed), aliased=len(placed) < len(plan_a.buffers))
+        return Prepared(rep, make, (), (), note, (), (0, 0), buffers, a.dst.static_valid, None, **placement)
     table = (formula_model.table or shipped()) if formula_model is not None else None
     anchor_table = anchored.table if anchored is not None else None
     forms = []
@@ -431,12 +431,11 @@ def prepare(rep: Request, make, models) -> Prepared | None:
         return None
     uses_pipe = any(f.params is None and f.parity is None and (f.legal_contiguous or f.legal_strided) for f in forms)
     return Prepared(rep, make, names, tuple(f.model for f in forms), "", tuple(forms), (code[da], code[db]), buffers,
-                    a.dst.static_valid, pipe, None if uses_pipe else CHUNK, MASK_BUFFER in buffers,
-                    buffer_names=tuple(n for n, _ in placed), aliased=len(placed) < len(plan_a.buffers))
+                    a.dst.static_valid, pipe, None if uses_pipe else CHUNK, MASK_BUFFER in buffers, **placement)
 
 
 def _placed(buffers) -> list[tuple[str, tuple[int, int]]]:
-    """(name, bits and bytes as in `ub_need`) of each buffer the plan places, in address order; an in-place source,
+    """(name, bits and bytes as in `ub_need`) of each buffer the plan places, in the plan's order; an in-place source,
     placed over dst (lower/alloc.py `alias`), takes no space of its own and is left out."""
     seen, out = set(), []
     for b in buffers:
