@@ -30,7 +30,7 @@ class Written:
     rows: int
     refitted: int
     kept: int
-    held: tuple[dict, ...] = ()  # keys of one op or class whose better-measured table rows this fit's few did not replace
+    held: tuple[dict, ...] = ()  # op keys or classes whose better-measured table rows this fit's few did not replace
 
     @property
     def other(self) -> int:
@@ -108,9 +108,10 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
 def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow], int]:
     """Return (the merged rows, how many of `old` were kept in the (arch, form) groups `new` covers): each new row
     replaces the old row of its key (arch, form, scope, name, types, strategy, variant, term) where `replaces` or,
-    for the rows of one op key or class, `own_verdicts` says so; old rows of keys the fit did not write (another op's, another class's) stay. So a partial trace refines a
-    table instead of replacing it. Rows are grouped by (arch, form) in sorted order, each group keeping its order, so
-    the layout does not depend on which fit wrote last."""
+    for the rows of one op key or class, `own_verdicts` says so; old rows of keys the fit did not write (another
+    op's, another class's) stay. So a partial trace refines a table instead of replacing it. Rows are grouped by
+    (arch, form) in sorted order, each group keeping its order, so the layout does not depend on which fit wrote
+    last."""
     by_key = {_key(r): r for r in old}
     verdicts = own_verdicts(old, new)
     refit_classes = set()

@@ -370,7 +370,8 @@ def fitted_groups(arch: str, used: pd.DataFrame, notes: list[str], by: str = "sh
     TraceError where there are none, or a single group: a model is chosen by cross-validation across groups."""
     left = f" (and {len(notes) - 1} more row(s))" if len(notes) > 1 else ""
     if not len(used):
-        raise TraceError(f"no {arch} row can be fitted: {notes[0]}{left}" if notes else f"the traces hold no {arch} rows")
+        raise TraceError(f"no {arch} row can be fitted: {notes[0]}{left}" if notes
+                         else f"the traces hold no {arch} rows")
     groups = cv_groups(used, by)
     if len(set(groups)) < 2:
         what = "tile shapes" if by == "shape" else "measured cases"
@@ -581,7 +582,8 @@ def _transfer_kwargs(extra: dict[str, str], valid_rows: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     given = [f"shape{i}" for i in range(5) if f"shape{i}" in extra]
     if given and len(given) < 5:
-        raise TraceError(f"extra gives {', '.join(given)} of the GM shape; a TLOAD/TSTORE row needs all of shape0..shape4")
+        raise TraceError(f"extra gives {', '.join(given)} of the GM shape; a TLOAD/TSTORE row needs all of "
+                         "shape0..shape4")
     if given:
         dims = [count(extra[f"shape{i}"], f"extra shape{i}") for i in range(5)]
         outer = dims[0] * dims[1] * dims[2]

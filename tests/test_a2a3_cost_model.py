@@ -73,7 +73,8 @@ def test_a_class_measured_in_other_dtypes_is_named_with_them():
 def test_a_type_blind_intrinsic_takes_its_measured_twin_of_the_same_width():
     # a u16 or i16 vector_dup moves the bits an f16 one does: priced by the measured f16 row, not by the class's
     # unmeasured family value (which made TEXPANDS u16 twice the cost of f16)
-    f16, u16, i16 = (costmodel.estimate("TEXPANDS", "64x128", dt, scalar=3, verify=False) for dt in ("f16", "u16", "i16"))
+    f16, u16, i16 = (costmodel.estimate("TEXPANDS", "64x128", dt, scalar=3, verify=False)
+                     for dt in ("f16", "u16", "i16"))
     assert u16.cycles == f16.cycles == i16.cycles
     assert any("priced by its measured f16 row" in n for n in u16.notes)
     # an arithmetic intrinsic is not type-blind: i16 TADDS keeps its own class values

@@ -427,7 +427,8 @@ def test_fit_refuses_fewer_rows_than_free_parameters():
 
     frame = pd.DataFrame([{"arch": "a5", "op": "TADD", "dtype": "fp32", "dst_dtype": "", "rows": 1, "cols": c,
                            "valid_rows": 1, "valid_cols": c, "vf_impl_kind": "VFIMPL_DEFAULT", "op_params": "",
-                           "round_mode": "", "saturation_mode": "", "extra": "", "strategy": ""} for c in (64, 640, 1280)])
+                           "round_mode": "", "saturation_mode": "", "extra": "", "strategy": ""}
+                          for c in (64, 640, 1280)])
     cases = build_cases(frame)
     frame["measured_cycles"] = predict_cases(cases, A5Uarch())[cases.row_case]
     with pytest.raises(TraceError, match=r"free parameters .* 3 usable a5 rows; it needs at least"):

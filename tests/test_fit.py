@@ -822,7 +822,8 @@ def test_a5_fit_records_the_measured_extent_and_estimates_beyond_it_say_so(tmp_p
     # the most chunks (and rows) any measured row of a key ran are written next to its parameters; an estimate that
     # runs more says it extrapolates, one inside the range does not
     shapes = [(1, 64, 1, 64), (1, 192, 1, 192), (1, 320, 1, 320), (1, 640, 1, 640), (2, 224, 2, 192),
-              (3, 224, 3, 192), (4, 224, 4, 192), (5, 224, 5, 192)]  # f32: 1, 3, 5, 10 chunks in 1D; 2-5 rows of 3 in 2D
+              (3, 224, 3, 192), (4, 224, 4, 192), (5, 224, 5, 192)]  # f32: 1, 3, 5, 10 chunks in 1D; 2D: 2-5 rows
+    # of 3 chunks
     # (four rows per loop form: fewer would not replace the shipped table's better-measured TADD rows)
     lines = ["arch,op,dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles"]
     for r, c, vr, vc in shapes:

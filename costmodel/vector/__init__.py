@@ -163,7 +163,8 @@ def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows
             rc = (np.array([size[0]]), np.array([size[1]])) if shaped else (np.array([size]), np.array([1]))
             used = [(name, int(buffer_bytes(bits, const, *rc)[0])) for name, bits, const in named]
             need = sum(aligned(nbytes, align) for _, nbytes in used)
-            same_first = not aliased and len(named) > 1 and named[0][1] == named[1][1] > 0  # both rows x cols tiles of one width
+            # dst and its first source: rows x cols tiles of one width, not already one buffer
+            same_first = not aliased and len(named) > 1 and named[0][1] == named[1][1] > 0
             msg = cache[size] = overflow_message(arch, used, need, limit, same_first)
         messages.append(msg)
     return Errors(np.asarray(rows, dtype=np.int64), code.ravel(), messages)
