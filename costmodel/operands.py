@@ -330,6 +330,8 @@ def _block_reduce_tiles(inst, dt, shape, params):
 def _other_tiles(inst, dt, shape, dst, sv, params):
     """TSEL (dst, src0, src1, mask); TGATHER index form (dst, src0, idx); any other family: dst only."""
     if inst.name == "TSEL":  # the mask last, so that the first source carries the compute type
+        if 0 in dst.valid:  # as every elementwise op: nothing to select is no instruction to price
+            raise ShapeError(f"valid region {dst.valid[0]}x{dst.valid[1]} is empty; TSEL needs at least 1x1")
         return [("dst", dst), ("src0", _tile(shape, dt, dst.valid, static_valid=sv, name="src0")),
                 ("src1", _tile(shape, dt, dst.valid, static_valid=sv, name="src1")),
                 ("mask", _mask_tile(shape, dst.valid, sv))], params

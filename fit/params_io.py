@@ -62,16 +62,32 @@ def replaces(new: ParamRow, old: ParamRow | None) -> bool:
     return new.n_obs >= old.n_obs
 
 
+# an A5 key's measured extent (models/a5_formula.py `_beyond_extent`): read with the coefficients of its loop form
+EXTENT_TERMS = ("max_chunks", "max_rows", "max_row_chunks")
+
+
 def _group(r: ParamRow) -> tuple:
-    return _key(r)[:-1]
+    """The rows that are one fit's and go together: an A5 op body (op, types, variant) in every loop form, its forms
+    sharing one fitted body (fit/a5_smooth_fit.py); an A2/A3 intrinsic class in every dtype, whose per-dtype rows a
+    refitted class row makes stale (`merge_rows`)."""
+    if r.scope == "intrinsic":
+        return (r.arch, r.form, r.scope, r.name)
+    return (r.arch, r.form, r.scope, r.name, r.dtype, r.dst_dtype, r.op_params)
+
+
+def _with_coefficients(new: list[ParamRow]) -> list[ParamRow]:
+    """`new` without the extent rows of an A5 loop form the fit wrote no coefficients for (an extent is read with its
+    form's coefficients, so alone it would pair with the table's)."""
+    priced = {_key(r)[:-1] for r in new if r.scope == "op" and r.term not in EXTENT_TERMS}
+    return [r for r in new if not (r.scope == "op" and r.term in EXTENT_TERMS and _key(r)[:-1] not in priced)]
 
 
 def own_verdicts(old: list[ParamRow], new: list[ParamRow]) -> dict[tuple, tuple[bool, int, int]]:
-    """Return, per op key or intrinsic class and dtype the fit wrote, (whether its rows replace the table's, the
-    observations of the fit's and of the table's: the most any of its rows records). A key's rows are one fit's
-    (coefficients, extents), so they replace the table's together or not at all: where the table has none; or when
-    the fit observed the key at least MIN_OWN_OBS times or as often as the table did (your measurements of an op are
-    the ones to price it by, once they can pin its curve); never from no observation."""
+    """Return, per op body or intrinsic class the fit wrote (`_group`), (whether its rows replace the table's, the
+    observations of the fit's and of the table's: the most any of its rows records). A group's rows are one fit's
+    (coefficients, extents, every loop form or dtype), so they replace the table's together or not at all: where the
+    table has none; or when the fit observed it at least MIN_OWN_OBS times or as often as the table did (your
+    measurements of an op are the ones to price it by, once they can pin its curve); never from no observation."""
     n_old: dict[tuple, int] = {}
     n_new: dict[tuple, int] = {}
     for rows, n in ((old, n_old), (new, n_new)):
@@ -86,6 +102,7 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
     """Return, per op key or intrinsic class the fit observed but whose table rows it does not replace (too few
     observations, `own_verdicts`), what was kept: the key's fields, the table's and the fit's observations, and a
     sentence saying so."""
+    new = _with_coefficients(new)
     verdicts = own_verdicts(old, new)
     out, seen = [], set()
     for r in new:
@@ -94,10 +111,11 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
         if r.scope not in OWN_SCOPES or replace or not n_new or g in seen:
             continue
         seen.add(g)
-        what = " ".join(x for x in (r.arch, r.name, r.dtype if r.dtype != "*" else "",
-                                    f"-> {r.dst_dtype}" if r.dst_dtype else "", r.strategy, r.op_params) if x)
-        out.append({"arch": r.arch, "scope": r.scope, "name": r.name, "dtype": r.dtype, "dst_dtype": r.dst_dtype,
-                    "strategy": r.strategy, "op_params": r.op_params, "table_observations": n_old,
+        dtype = r.dtype if r.scope == "op" and r.dtype != "*" else ""
+        what = " ".join(x for x in (r.arch, r.name, dtype, f"-> {r.dst_dtype}" if r.dst_dtype else "", r.op_params)
+                        if x)
+        out.append({"arch": r.arch, "scope": r.scope, "name": r.name, "dtype": dtype or "*", "dst_dtype": r.dst_dtype,
+                    "op_params": r.op_params, "table_observations": n_old,
                     "trace_observations": n_new,
                     "message": f"{what}: kept the table's values ({n_old} observations); this trace measures it "
                                f"{n_new} time{'s' if n_new != 1 else ''}, fewer than the {MIN_OWN_OBS} that replace "
@@ -113,6 +131,7 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow]
     (arch, form) in sorted order, each group keeping its order, so the layout does not depend on which fit wrote
     last."""
     by_key = {_key(r): r for r in old}
+    new = _with_coefficients(new)
     verdicts = own_verdicts(old, new)
     refit_classes = set()
     for r in new:

@@ -446,7 +446,7 @@ def extra_note(row: Any) -> str:
         except PtoCostError:
             programs = ()
         if programs and params not in programs:
-            notes.append(f"op_params {params!r} is not a {row.get('dtype')} TSEL mask program "
+            notes.append(f"op_params {params!r} is not a TSEL mask program for {row.get('dtype')} "
                          f"({', '.join(programs)}): priced by the program the lowering picks")
     elif params and op != "TRECIP":
         notes.append(f"op_params {params!r} not read (TRECIP takes a precision, TSEL names its mask program)")

@@ -566,3 +566,9 @@ def test_predict_writes_the_inputs_own_column_names_back(tmp_path):
     header = (tmp_path / "o.csv").read_text().splitlines()[0].split(",")
     assert header == ["Arch", "Op ", "DType", "rows", "cols", "Measured_Cycles", "strategy", "predicted_cycles",
                       "model", "note"]
+
+
+@pytest.mark.parametrize("arch", ["a2a3", "a5"])
+def test_an_empty_select_is_refused_like_every_elementwise_op(arch):
+    r = run("estimate", "TSEL", "--shape", "8x64", "--valid", "0x64", "--dtype", "f16", "--arch", arch)
+    assert r.returncode == 2 and r.stderr.strip() == "error: valid region 0x64 is empty; TSEL needs at least 1x1"

@@ -461,7 +461,7 @@ def test_few_observations_of_an_op_do_not_replace_its_better_measured_rows(tmp_p
     assert got == {("TADD", "p1"): 1.0, ("TADD", "p0"): 40.0, ("TADD", "max_chunks"): 10.0,
                    ("TSUB", "p1"): 3.0}  # TSUB: as many as the table's
     (held,) = written.held
-    assert held["message"] == (f"a5 TADD f32 1d-post-update: kept the table's values (31 observations); this trace "
+    assert held["message"] == (f"a5 TADD f32: kept the table's values (31 observations); this trace "
                                f"measures it 2 times, fewer than the {MIN_OWN_OBS} that replace them")
     assert (held["table_observations"], held["trace_observations"]) == (31, 2)
     # a key's rows go together: coefficients seen 6 times and an extent seen 3 (one loop form) replace all of the
@@ -469,6 +469,32 @@ def test_few_observations_of_an_op_do_not_replace_its_better_measured_rows(tmp_p
     written = write_params([row("TADD", 0.9, 6), row("TADD", 5.0, 3, "max_chunks")], path)
     got = {(r.name, r.term): r.value for r in read_table(path).rows if r.name == "TADD"}
     assert got == {("TADD", "p1"): 0.9, ("TADD", "max_chunks"): 5.0} and written.held == ()
+
+
+def test_a_fit_moves_no_coefficients_it_did_not_write(tmp_path):
+    """An extent of a loop form the fit wrote no coefficients for is not written (it would delete that form's
+    coefficients as stale); an A2/A3 class goes by its best-measured dtype row, so two rows of one dtype do not
+    replace a class measured three times in another (its per-dtype rows would go as stale)."""
+    from costmodel.models.params import ParamRow, read_table
+    from fit.params_io import write_params
+
+    def row(name, value, n, term, strategy="2d-post-update", scope="op", dtype="f32", arch="a5"):
+        form = "vf" if arch == "a5" else "intrinsic"
+        return ParamRow(arch, form, scope, name, dtype, "", strategy, "", term, value, None, n, None, "t")
+
+    path = tmp_path / "p.csv"
+    write_params([row("TADD", 1.0, 31, "p1"), row("TADD", 10.0, 31, "max_chunks"),
+                  row("TADD", 1.5, 31, "p1", "1d-post-update"),
+                  row("vadds", 0.0, 0, "per_repeat", "*", "intrinsic", "*", "a2a3"),
+                  row("vadds", 1.0, 3, "per_repeat", "*", "intrinsic", "f32", "a2a3"),
+                  row("vadds", 2.0, 1, "per_repeat", "*", "intrinsic", "i32", "a2a3")], path, merge=False)
+    write_params([row("TADD", 0.9, 6, "p1", "1d-post-update"), row("TADD", 40.0, 4, "max_chunks"),
+                  row("vadds", 5.0, 2, "per_repeat", "*", "intrinsic", "*", "a2a3")], path)
+    got = {(r.name, r.strategy, r.dtype, r.term): r.value for r in read_table(path).rows}
+    assert got[("TADD", "2d-post-update", "f32", "p1")] == 1.0
+    assert got[("TADD", "2d-post-update", "f32", "max_chunks")] == 10.0
+    assert got[("TADD", "1d-post-update", "f32", "p1")] == 0.9
+    assert {k[2]: v for k, v in got.items() if k[0] == "vadds"} == {"*": 0.0, "f32": 1.0, "i32": 2.0}
 
 
 def test_atomic_path_leaves_the_old_file_on_failure(tmp_path):

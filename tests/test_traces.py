@@ -175,8 +175,8 @@ def test_extra_and_op_params_the_mapping_cannot_read_say_so(extra, op_params, me
     # a TSEL's op_params names the mask program the lowering picks by element width (costmodel.md §3 step 6)
     assert extra_note({"op": "TSEL", "dtype": "fp16", "extra": "", "op_params": "TSel_b16_8"}) == ""
     assert extra_note({"op": "TSEL", "dtype": "fp32", "extra": "", "op_params": "TSel_b16_8"}) == (
-        "op_params 'TSel_b16_8' is not a fp32 TSEL mask program (TSel_b32_even, TSel_b32_odd): priced by the program "
-        "the lowering picks")
+        "op_params 'TSel_b16_8' is not a TSEL mask program for fp32 (TSel_b32_even, TSel_b32_odd): priced by the "
+        "program the lowering picks")
 
 
 def test_a_partial_gm_shape_is_refused(tmp_path):

@@ -138,8 +138,8 @@ def param_rows(table: ParamTable, key: str) -> tuple[ParamRow, ...]:
         if row.dtype == dt:
             return (row,)
         twin = same_width_row(table, name, term, dt)
-        if twin is not None:
-            return (twin,)
+        if twin is not None or name in _type_blind():  # bits only: no arithmetic dtype adjustment either
+            return (twin or row,)
         delta = table.lookup("a2a3", "intrinsic", "dtype_delta", "*", term, dtype=dt)
         return (row, delta) if delta is not None and delta.dtype == dt else (row,)
     raise KeyError(f"no a2a3 parameter {term} for {cls}")
