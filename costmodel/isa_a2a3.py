@@ -6,6 +6,7 @@ ignores `repeat` (PTO passes 0).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 
@@ -238,3 +239,11 @@ class TransposeMove(ScalarMove):
     @property
     def intrinsic(self) -> str:
         return "scatter_vnchwconv"
+
+
+@functools.cache
+def intrinsic_table() -> dict[str, tuple[str, str]]:
+    """Return intrinsic -> (kind, kernel) from data/a2a3_intrinsics.csv."""
+    from ._data import read_rows
+
+    return {r["intrinsic"]: (r["kind"], r["kernel"]) for r in read_rows("a2a3_intrinsics.csv")}

@@ -14,23 +14,16 @@ import math
 
 import numpy as np
 
-from .._data import read_rows
 from ..arch import constants
 from ..dtypes import DType, dtype as as_dtype
 from ..golden.convert import convert
 from ..golden.kernels import apply
-from ..isa_a2a3 import Addr, CopyUB, PipeBarrier, ScalarLoop, SetMaskMode, SetVectorMask, VecOp
+from ..isa_a2a3 import Addr, CopyUB, PipeBarrier, ScalarLoop, SetMaskMode, SetVectorMask, VecOp, intrinsic_table
 from ..plan import Plan
 from .ub import UnifiedBuffer, initial_image
 
 _A = constants("a2a3")
 BLOCK = _A.block_bytes
-
-
-@functools.cache
-def intrinsic_table() -> dict[str, tuple[str, str]]:
-    """Return intrinsic -> (kind, kernel) from data/a2a3_intrinsics.csv."""
-    return {r["intrinsic"]: (r["kind"], r["kernel"]) for r in read_rows("a2a3_intrinsics.csv")}
 
 
 class VectorState:

@@ -17,7 +17,7 @@ from ..catalog import READS_DST
 from ..dtypes import dtype as as_dtype
 from ..flags import truthy
 from ..isa_a2a3 import (FULL_MASK, Addr, CopyGmToUb, CopyUB, CopyUbToGm, PipeBarrier, ScalarLoop, ScalarMove, SetMaskMode,
-                        SetSaturation, SetVectorMask, TransposeMove, VecOp)
+                        SetSaturation, SetVectorMask, TransposeMove, VecOp, intrinsic_table)
 from ..plan import Plan
 from . import provenance
 from .params import ParamRow, ParamTable, shipped
@@ -149,10 +149,7 @@ def param_rows(table: ParamTable, key: str) -> tuple[ParamRow, ...]:
 def _type_blind() -> frozenset[str]:
     """Intrinsics whose lanes carry bits only, whatever their type: copies, broadcasts and bitwise logic
     (data/a2a3_intrinsics.csv kernels copy, and, or, not)."""
-    from .._data import read_rows
-
-    return frozenset(r["intrinsic"] for r in read_rows("a2a3_intrinsics.csv")
-                     if r["kernel"] in ("copy", "and", "or", "not"))
+    return frozenset(name for name, (_, kernel) in intrinsic_table().items() if kernel in ("copy", "and", "or", "not"))
 
 
 def same_width_row(table: ParamTable, cls: str, term: str, dt: str) -> ParamRow | None:
