@@ -421,18 +421,16 @@ def extra_note(row: Any) -> str:
     from costmodel.dtypes import dtype as as_dtype
     from costmodel.errors import PtoCostError
 
-    text = str(row.get("extra", "") or "")
-    seen = set()
-    for part in (p.strip() for p in text.split(";")):
+    extra: dict[str, str] = {}  # as parse_extra reads it, once every part is checked
+    for part in (p.strip() for p in str(row.get("extra", "") or "").split(";")):
         if not part:
             continue
         key, eq, value = (x.strip() for x in part.partition("="))
         if not key or not eq or not value:
             raise TraceError(f"extra part {part!r} is not key=value; extra holds key=value pairs separated by ';'")
-        if key in seen:
+        if key in extra:
             raise TraceError(f"extra key {key!r} is given twice")
-        seen.add(key)
-    extra = parse_extra(text)
+        extra[key] = value
     if "variant" in extra and extra["variant"] not in EXTRA_VARIANTS:
         raise TraceError(f"extra variant {extra['variant']!r} is not one the mapping reads; accepted: "
                          f"{', '.join(EXTRA_VARIANTS)}")

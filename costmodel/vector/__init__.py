@@ -254,6 +254,17 @@ def request_ok(req: Request, shapes: Shapes) -> np.ndarray:
     return ok
 
 
+def placed(buffers) -> list:
+    """Return the plan buffers that take unified buffer of their own, in the plan's order: an in-place source, placed
+    at an earlier buffer's address (lower/alloc.py `alias`), is left out."""
+    seen, out = set(), []
+    for b in buffers:
+        if b.offset not in seen:
+            seen.add(b.offset)
+            out.append(b)
+    return out
+
+
 def ub_need(buffers: list[tuple[int, int]], shapes: Shapes, align: int) -> np.ndarray:
     """Bytes of unified buffer the allocator uses: per buffer (bits per element of a rows x cols tile, 0 and a
     constant byte size, or MASK_BUFFER), rounded up to `align` bytes and summed (lower/alloc.py)."""

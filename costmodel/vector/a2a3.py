@@ -52,6 +52,7 @@ from . import (
     fmod,
     mask_row_bits,
     narrow_all,
+    placed,
     screen,
     ub_need,
 )
@@ -165,11 +166,8 @@ def _form(rep: Request, rule: str, epr: int, built, bufs, blocks, table, *, ctrl
         if st is None:
             return None
         steps.append(st)
-    buffers, names, seen = [], [], set()
-    for b in bufs:
-        if b.offset in seen:  # in place: src shares dst's buffer
-            continue
-        seen.add(b.offset)
+    buffers, names = [], []
+    for b in placed(bufs):  # in place: src shares dst's buffer
         names.append(b.name)
         if b.name in blocks:
             buffers.append((0, b.nbytes))

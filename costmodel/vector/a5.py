@@ -55,6 +55,7 @@ from . import (
     fdiv,
     mask_row_bits,
     narrow_all,
+    placed,
     screen,
     ub_need,
 )
@@ -435,12 +436,5 @@ def prepare(rep: Request, make, models) -> Prepared | None:
 
 
 def _placed(buffers) -> list[tuple[str, tuple[int, int]]]:
-    """(name, bits and bytes as in `ub_need`) of each buffer the plan places, in the plan's order; an in-place source,
-    placed over dst (lower/alloc.py `alias`), takes no space of its own and is left out."""
-    seen, out = set(), []
-    for b in buffers:
-        if b.offset in seen:
-            continue
-        seen.add(b.offset)
-        out.append((b.name, MASK_BUFFER if b.name == "mask" else (b.tile.dtype.bits, 0)))
-    return out
+    """(name, bits and bytes as in `ub_need`) of each buffer that takes unified buffer of its own (`placed`)."""
+    return [(b.name, MASK_BUFFER if b.name == "mask" else (b.tile.dtype.bits, 0)) for b in placed(buffers)]
