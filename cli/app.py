@@ -668,7 +668,7 @@ def fit_cmd(
     cv: Annotated[int, typer.Option("--cv", min=2, help="Folds of the cross-validation (form choice and reported CV error); fewer folds train on fewer shapes, so the error rises (A2/A3: 19.4 % MAPE with 3 folds against 7.4 % with 5); at most one fold per shape (or case).")] = 5,
     cv_group: Annotated[str, typer.Option("--cv-group", help="What a fold holds out whole: shape (every op at a tile shape) or measurement (one measured case; other ops at its shape stay in).")] = "shape",
     model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all. The formula fit of the public A5 file takes about 30 s on an idle 2-core machine (longer while other work runs); the pipeline fit (pipeline, all) simulates every measured program many times and takes minutes.")] = "formula",
-    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Report only; write nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Report the fit and what it would write; write nothing. Exits 2 after the report where the real run could not write -o (or --pipeline-output).")] = False,
     pipeline_output: Annotated[str | None, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (the models read them when PTO_COST_PIPELINE_PARAMS names the file). [default: data/a5_pipeline_params.csv]")] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -687,30 +687,21 @@ def fit_cmd(
     if pipeline_output is not None and model == "formula":
         raise PtoCostError("--pipeline-output needs --model pipeline or all (the formula fit writes only -o)")
     pipeline_output = pipeline_output or "data/a5_pipeline_params.csv"
-    if not dry_run:  # before a fit of up to a minute: where it will write must take the result
-        from fit.params_io import check_params_path
-
-        if model == "all" and Path(output).resolve() == Path(pipeline_output).resolve():
-            raise PtoCostError(f"-o and --pipeline-output are both {output}: the formula and pipeline tables need "
-                               "a file each")
-
-        if model in ("formula", "all"):
-            check_params_path(output)
-        if model in ("pipeline", "all"):
-            check_params_path(pipeline_output, pipeline=True)
+    path_problem = None  # a dry run reports the fit, then fails as the real run would, which refuses before fitting
+    try:
+        _check_fit_outputs(model, output, pipeline_output)
+    except PtoCostError as exc:
+        if not dry_run:
+            raise
+        path_problem = exc
     with render.status(f"fitting the {'formula and pipeline' if model == 'all' else model} model to "
                        f"{', '.join(Path(t).name for t in traces)}"):
         run = fit_traces(traces, k=cv, model=model, group_by=cv_group)
     written = None
-    if dry_run and run.rows:  # what the write would be
-        from fit.params_io import check_params_path, planned_table
+    if dry_run and run.rows and path_problem is None:  # what the write would be
+        from fit.params_io import planned_table
 
-        try:
-            check_params_path(output)
-            written = planned_table(run.rows, output)[1]
-        except PtoCostError as exc:  # the real run refuses such a path before fitting
-            render.console(stderr=json_out).print(render.plain(f"dry run: {output} could not take the result ({exc})"),
-                                                  highlight=False)
+        written = planned_table(run.rows, output)[1]
     if not dry_run:  # both tables or neither: each is written to a temporary file, renamed once both are written
         from fit.io import atomic_paths
         from fit.pipeline_fit import write_params as write_pipeline
@@ -734,6 +725,23 @@ def fit_cmd(
                                    for sec in run.sections]})
     else:
         render.fit_text(run, output, written, pipeline_output, dry_run=dry_run)
+    if path_problem is not None:
+        sys.stderr.write(f"error: dry run: {path_problem}\n")
+        raise typer.Exit(2)
+
+
+def _check_fit_outputs(model: str, output: str, pipeline_output: str) -> None:
+    """Raise PtoCostError unless the tables a fit of `model` writes can be written where asked."""
+    from costmodel.errors import PtoCostError
+    from fit.params_io import check_params_path
+
+    if model == "all" and Path(output).resolve() == Path(pipeline_output).resolve():
+        raise PtoCostError(f"-o and --pipeline-output are both {output}: the formula and pipeline tables need "
+                           "a file each")
+    if model in ("formula", "all"):
+        check_params_path(output)
+    if model in ("pipeline", "all"):
+        check_params_path(pipeline_output, pipeline=True)
 
 
 def _load_spec(path: str) -> dict:

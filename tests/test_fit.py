@@ -345,10 +345,18 @@ def test_fit_cli_dry_run_and_atomic_write(tmp_path):
     trace = _synthetic_a2a3_trace(tmp_path)
     out = tmp_path / "params.csv"
     out.write_text("previous contents\n")
-    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(out), "--dry-run"],
+    planned = tmp_path / "planned.csv"
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(planned), "--dry-run"],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert out.read_text() == "previous contents\n"
+    assert "it would write" in r.stdout and not planned.exists()
+    # paths the real run refuses before fitting: the dry run reports the fit, then fails as that run would
+    for unusable, why in [(out, "not a parameter table"), (tmp_path / "params.txt", "accepted: .csv")]:
+        r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(unusable), "--dry-run"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert r.returncode == 2 and why in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert "MAPE" in r.stdout
+    assert out.read_text() == "previous contents\n" and not (tmp_path / "params.txt").exists()
     bad = tmp_path / "bad.csv"
     bad.write_text("op,dtype\nTMINS,f16\n")
     r = subprocess.run([sys.executable, "-m", "cli", "fit", str(bad), "-o", str(out)], capture_output=True, text=True,
