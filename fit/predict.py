@@ -15,7 +15,6 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
     """Return `df` (normalised as `read_trace` does) plus `predicted_cycles`, `strategy`, `model` and `note`
     columns (never raises per row); `progress(done, total)` is called as rows are priced."""
     from costmodel import lower
-    from costmodel.models.a2a3_intrinsic import in_place_note
     from costmodel.models.auto import cycles_of
     from costmodel.sweep import Models
 
@@ -54,8 +53,9 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
                 strategy = lower.resolve_strategy(req)[0]
                 plan = lower.lower(req, strategy)
                 m = models.get(req.arch)
-                caveat = in_place_note(req) if req.arch == "a2a3" else ""  # what `estimate --in-place` says too
-                cache[key] = (cycles_of(m, plan), strategy, m.name, "; ".join(x for x in (how, caveat) if x))
+                price = cycles_of(m, plan)
+                caveat = getattr(m, "source_note", "")  # the model's caveats, as `estimate` notes them
+                cache[key] = (price, strategy, m.name, "; ".join(x for x in (how, caveat) if x))
             except PtoCostError as exc:
                 cache[key] = (np.nan, "", "", trace_wording(str(exc)))
             except Exception as exc:  # a bulk path never aborts on one row

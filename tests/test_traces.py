@@ -413,3 +413,21 @@ def test_a_row_saying_an_op_that_reads_dst_ran_out_of_place_names_its_extra_key(
     out = predict_frame(read_trace(p))
     assert out.loc[0, "note"] == "extra isInPlace=0: TMULADDDST reads and overwrites dst, so it always runs in place"
     assert np.isfinite(out.loc[1, "predicted_cycles"])
+
+
+def test_predict_notes_the_models_caveats_as_estimate_does():
+    """A priced row's note carries what the model says of its price (a borrowed row, an anchored correction, an
+    in-place caveat): the caveat `estimate` shows for the same request."""
+    from costmodel.api import estimate
+
+    cases = pd.DataFrame({"op": ["TEXPANDS", "TRSQRT", "TSQRT"], "dtype": ["u16", "f32", "f32"],
+                          "arch": ["a2a3", "a5", "a2a3"], "rows": [64] * 3, "cols": [128, 64, 64],
+                          "extra": ["", "", "isInPlace=1"]})
+    out = predict_frame(cases)
+    assert out["predicted_cycles"].notna().all()
+    for row, req in zip(out.itertuples(), [dict(op="TEXPANDS", shape=(64, 128), dtype="u16", arch="a2a3", scalar=1),
+                                           dict(op="TRSQRT", shape=(64, 64), dtype="f32", arch="a5"),
+                                           dict(op="TSQRT", shape=(64, 64), dtype="f32", arch="a2a3", in_place=True)]):
+        e = estimate(**req, verify=False)
+        caveat = e.notes[-1]
+        assert caveat and caveat in row.note and row.predicted_cycles == e.cycles, (row.note, e.notes)
