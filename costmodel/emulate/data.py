@@ -125,7 +125,8 @@ def conversion_source(src: DType, to: DType, shape: tuple[int, ...], rng: np.ran
     for a float source rounding ties: x.5, or the midpoints of neighbouring values for a float destination with
     fewer mantissa bits. A float source also gets a few ±inf (ON clamps them, isa.md §4.4 step 1; OFF follows the
     golden's overflow rule, costmodel/golden/convert.py), and NaN when the destination is a float type that holds
-    it (NaN -> integer is not defined by isa.md §4.4).
+    it (NaN -> integer is not defined by isa.md §4.4). The first element is never one of the spread or specials, so
+    a one-element valid region still converts a finite value.
     """
     if to.is_integer:
         info = np.iinfo(to.np)
@@ -135,6 +136,8 @@ def conversion_source(src: DType, to: DType, shape: tuple[int, ...], rng: np.ran
         top = float_info(to)[0]
         lo, hi = -1.5 * top, 1.5 * top
     kind = rng.random(shape)
+    if kind.size:  # the first element (in every valid region) is a small value or a tie: never all beyond or inf
+        kind.flat[0] = 0.75
     if src.is_integer:
         info = np.iinfo(src.np)
         lo, hi = max(int(lo), int(info.min)), min(int(hi), int(info.max))
