@@ -821,7 +821,8 @@ def sweep_cmd(
     seed: SeedOpt = 0,
     model: SweepModelOpt = None,
 ) -> None:
-    """Evaluate a grid of requests (vectorised) and write one row per point with cycles, strategy, default and best."""
+    """Evaluate a grid of requests (vectorised) and write one row per point with cycles, strategy, default, best and a
+    note (why a point cannot be modelled, or the model's caveats: an unmeasured class, an extrapolation)."""
     from costmodel.errors import PtoCostError
     from costmodel.grid import expand
     from costmodel.sweep import sweep, sweep_dask, verify_sample as run_verify_sample

@@ -99,17 +99,17 @@ def lower_key(values: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
 
 
 def price_plans(plans: dict[str, Any], default: str, note: str,
-                models: Models) -> tuple[dict[str, tuple[float, str]], str, str]:
-    """Return ({strategy: (cycles, model name)} over the lowered plans, default, note), or ({}, "", the reason) where
-    a plan cannot be priced."""
+                models: Models) -> tuple[dict[str, tuple[float, str, str]], str, str]:
+    """Return ({strategy: (cycles, model name, the model's caveats: `group_note`)} over the lowered plans, default,
+    note), or ({}, "", the reason) where a plan cannot be priced."""
     from .errors import PtoCostError
-    from .models.auto import cycles_of
+    from .models.auto import cycles_of, group_note
 
-    out: dict[str, tuple[float, str]] = {}
+    out: dict[str, tuple[float, str, str]] = {}
     try:
         for s, p in plans.items():
             m = models.get(p.arch)
-            out[s] = (cycles_of(m, p), m.name)
+            out[s] = (cycles_of(m, p), m.name, group_note(m))
     except PtoCostError as exc:
         return {}, "", str(exc)
     return out, default, note
@@ -132,8 +132,9 @@ def sweep(frame, *, model: str = "auto", progress: Callable[[int, int], None] | 
     -------
     DataFrame: the input columns (normalised: strategy, valid_rows, valid_cols, dst_dtype, arch and static_valid
     filled in), one row per input row (per legal strategy for `all` rows), plus `cycles` (float, NaN where the point
-    cannot be modelled), `model`, `default` (bool), `best` (the fastest legal strategy) and `note`. The string
-    columns the sweep writes (strategy, model, best, note, and added constant columns) are categorical.
+    cannot be modelled), `model`, `default` (bool), `best` (the fastest legal strategy) and `note` (why a point
+    cannot be modelled; for a priced one the model's caveats, `models.auto.group_note`). The string columns the
+    sweep writes (strategy, model, best, note, and added constant columns) are categorical.
     """
     model = registry.check_name(model)  # an arch that lacks it is that arch's rows' note
     f = Frame(frame)
@@ -143,7 +144,7 @@ def sweep(frame, *, model: str = "auto", progress: Callable[[int, int], None] | 
 def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> Results:
     """Cost every row of a normalised frame: closed forms per group where they exist, else per request."""
     from .operands import make_request
-    from .vector import Shapes, closed_form
+    from .vector import Shapes, caveats, closed_form
 
     n = f.n
     keys = _key_columns(f)
@@ -182,8 +183,9 @@ def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> R
             if block.note:
                 entries.add_errors(at, ask_codes[at], block.note)
             else:
+                notes = caveats(make, sh, block, models, tuple((k, str(v)) for k, v in values.items()))
                 entries.add(at, ask_codes[at], block.strategies, block.cycles[:, cov], block.legal[:, cov],
-                            block.default[cov], block.models, block.best[cov], block.dval[cov])
+                            block.default[cov], block.models, block.best[cov], block.dval[cov], notes.take(cov))
             done += len(idx) - len(rest)
         if len(rest):
             if vectorised and values.get("arch") == "a5":
@@ -229,7 +231,7 @@ def _per_request(values, idx, sh, ask_codes, entries: Entries, models: Models, p
                 cyc = np.array([table[s][0] for s in names])
                 entries.add(rows, ask_codes[rows], names, np.repeat(cyc[:, None], m, axis=1),
                             np.ones((len(names), m), dtype=bool), np.full(m, names.index(default), dtype=np.int64),
-                            tuple(table[s][1] for s in names))
+                            tuple(table[s][1] for s in names), caveats=tuple(table[s][2] for s in names))
             done += len(rows)
             if progress is not None:
                 progress(done, total)

@@ -111,7 +111,7 @@ class AnchoredPipeline:
     def __init__(self, table: ParamTable | None = None, pipeline: PipelineModel | None = None):
         self.formula = A5FormulaModel(table)
         self.pipeline = pipeline or PipelineModel()
-        self.source = self.source_note = ""
+        self.source = self.source_note = self.group_note = ""  # group_note: as A5FormulaModel's
         self.anchors: tuple[str, ...] = ()
         self._corrections: dict[tuple, tuple[float, tuple[str, ...]]] = {}
 
@@ -170,13 +170,14 @@ class AnchoredPipeline:
     def _correct(self, plan: Plan) -> float | None:
         """The anchors' correction of the plan (None: no anchor), naming the model and its source accordingly."""
         if not any(isinstance(p, VfProgram) for p in plan.body):  # an early return (an empty reduction) issues nothing
-            self.name, self.source, self.source_note, self.anchors = "anchored", "", "", ()
+            self.name, self.source, self.source_note, self.group_note, self.anchors = "anchored", "", "", "", ()
             return None
         corr, self.anchors = self.correction(plan)
         if not self.anchors:
             self.name, self.source = self.pipeline.name, ""
             self.source_note = (f"the pipeline simulation alone: no measured op of {plan.request.dtype.name} takes "
                                 "these tiles in this loop form to anchor it")
+            self.group_note = self.source_note
             return None
         self.name, self.source = "anchored", "anchors"
         req = plan.request
@@ -186,6 +187,10 @@ class AnchoredPipeline:
             where = ("the source tile" if rows >= anchor_tile(req).rows else
                      f"the first {rows} rows of the source tile (three tiles of it fit the unified buffer), scaled "
                      f"to its {valid} valid rows")
-        self.source_note = (f"the pipeline simulation corrected by {corr:+.1f} cycles, the mean formula - pipeline "
-                            f"difference of the measured {', '.join(self.anchors)} in this loop form on {where}")
+        what = (f"the mean formula - pipeline difference of the measured {', '.join(self.anchors)} in this loop form "
+                "on {}")
+        self.source_note = f"the pipeline simulation corrected by {corr:+.1f} cycles, {what.format(where)}"
+        self.group_note = ("the pipeline simulation corrected by measured_op_correction, " +
+                           what.format("the source tile, or the rows of it that fit" if req.family in REDUCE_FAMILIES
+                                       else where))
         return corr

@@ -201,21 +201,40 @@ def _other_chunk_size(table: ParamTable, key: dict[str, str], plan: Plan) -> str
             "per-chunk and per-row costs are carried over to chunks of another size")
 
 
-def _beyond_extent(table: ParamTable, key: dict[str, str], sig: str, t) -> str:
-    """Return a note when the plan runs more chunks, or more rows, than any measured row of its key (the extent the
-    fit recorded), else ""."""
+def extent_limits(table: ParamTable, key: dict[str, str], sig: str) -> tuple[int, int, int] | None:
+    """Return the most (chunks, rows, chunks a row) any measured row of the key ran in its loop form, as the fit
+    recorded them (None: no extent recorded)."""
     most = {term: source_row(table, key, sig, "key", term) for term in ("max_chunks", "max_rows", "max_row_chunks")}
     if most["max_chunks"] is None or most["max_rows"] is None:
-        return ""
+        return None
     chunks, rows = int(most["max_chunks"].value), int(most["max_rows"].value)
-    per_row = int(most["max_row_chunks"].value) if most["max_row_chunks"] is not None else chunks
-    if t.chunks <= chunks and (t.dim == "1d" or (t.rows <= rows and t.per_row <= per_row)):
-        return ""
+    return chunks, rows, int(most["max_row_chunks"].value) if most["max_row_chunks"] is not None else chunks
+
+
+def beyond_extent(limits: tuple[int, int, int], chunks, rows, dim: str):
+    """Return whether a program of `chunks` chunks in `rows` rows (scalars or arrays) runs beyond `limits`
+    (`extent_limits`)."""
+    most_chunks, most_rows, most_per_row = limits
+    over = np.asarray(chunks) > most_chunks
+    if dim == "2d":
+        rows = np.asarray(rows)
+        over = over | (rows > most_rows) | (np.asarray(chunks) > most_per_row * rows)
+    return over
+
+
+def _beyond_extent(table: ParamTable, key: dict[str, str], sig: str, t) -> tuple[str, str]:
+    """Return notes (naming the plan's trip counts, naming none) when the plan runs more chunks, or more rows, than
+    any measured row of its key (the extent the fit recorded), else ("", "")."""
+    limits = extent_limits(table, key, sig)
+    if limits is None or not beyond_extent(limits, t.chunks, t.rows, t.dim):
+        return "", ""
+    chunks, rows, per_row = limits
     types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
     asked = f"{t.chunks} chunks" + (f" in {t.rows} rows, {math.ceil(t.per_row)} a row," if t.dim == "2d" else "")
     reach = f"{chunks} chunks" + (f" in {rows} row{'s' if rows != 1 else ''}, {per_row} a row" if t.dim == "2d" else "")
-    return (f"{asked} lie beyond the measured {key['name']} {types} rows (up to {reach}): the formula extrapolates its "
-            "per-chunk and per-row lines")
+    beyond = (f"lie beyond the measured {key['name']} {types} rows (up to {reach}): the formula extrapolates its "
+              "per-chunk and per-row lines")
+    return f"{asked} {beyond}", f"its {'chunks or rows' if t.dim == '2d' else 'chunks'} {beyond}"
 
 
 def bounds(p: dict[str, float], d: dict[str, float], f: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -264,6 +283,7 @@ class A5FormulaModel:
     name = "formula"
     source = ""  # where the last plan's parameters came from when not its own key: "family" or "body"
     source_note = ""  # the same in words, for the estimate's notes
+    group_note = ""  # its caveats (not the key's typical error), naming no trip count: a sweep's note
     provenance: dict = {}  # the last plan's parameter rows: table file, digest, fit (models/provenance.py)
 
     def __init__(self, table: ParamTable | None = None):
@@ -320,10 +340,12 @@ class A5FormulaModel:
                                       "measured)",
                             "body": f"{key['name']} was not measured: priced by the formula of the measured ops "
                                     f"whose chunks do the same work (body {sig})"}[src]
-        extra = (_beyond_extent(table, key, sig, t) if src == "key" else
-                 _other_chunk_size(table, key, plan) if src == "family" and key["name"] == "TCVT" else "")
-        if extra:
-            self.source_note = f"{self.source_note}; {extra}" if self.source_note else extra
+        chunk_size = _other_chunk_size(table, key, plan) if src == "family" and key["name"] == "TCVT" else ""
+        extra = _beyond_extent(table, key, sig, t) if src == "key" else (chunk_size, chunk_size)
+        base = self.source_note
+        caveat = "" if src == "key" and not elsewhere else base  # a key's own typical error is no caveat
+        self.source_note, self.group_note = ("; ".join(x for x in pair if x) for pair in ((base, extra[0]),
+                                                                                            (caveat, extra[1])))
         # one-element arrays: numpy's array power (SIMD) and its scalar power differ in the last bit on some values,
         # and a sweep prices the same plans through arrays
         f = features([t.chunks], [t.rows], [t.dim], [t.flat])

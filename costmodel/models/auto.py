@@ -17,7 +17,7 @@ class FormulaThenPipeline:
         self.formula = formula
         self.pipeline = pipeline
         self.name = formula.name
-        self.source = self.source_note = ""
+        self.source = self.source_note = self.group_note = ""
         self.provenance: dict = {}
 
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
@@ -37,6 +37,7 @@ class FormulaThenPipeline:
             used = self.pipeline
         self.name, self.source = used.name, getattr(used, "source", "")
         self.source_note = getattr(used, "source_note", "")
+        self.group_note = group_note(used)
         self.provenance = getattr(used, "provenance", {})
         return out
 
@@ -45,3 +46,11 @@ def cycles_of(model, plan: Plan) -> float:
     """Return the cycles a model gives a plan: its `cycles` fast path where it has one, else `cost`'s."""
     fast = getattr(model, "cycles", None)
     return float(fast(plan)) if fast is not None else float(model.cost(plan)[0])
+
+
+def group_note(model) -> str:
+    """Return the caveats a model gave its last plan (what it extrapolates, borrows or cannot explain) in words that
+    name none of the plan's trip counts or cycles: its `group_note` where it has one, else its `source_note`. They
+    are the same for every shape it prices alike: a sweep's note of each such row."""
+    note = getattr(model, "group_note", None)
+    return getattr(model, "source_note", "") if note is None else note

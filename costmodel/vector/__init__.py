@@ -29,6 +29,7 @@ from ..catalog import ELEMENTWISE
 from ..errors import PtoCostError
 from ..lower.alloc import aligned, overflow_message
 from ..request import Request
+from .output import Caveats
 
 VECTOR_FAMILIES = ELEMENTWISE
 # conversions run the same loops (A5, costmodel.md §3 step 3) or emission modes (A2/A3, the unary rule of §6) as a
@@ -78,6 +79,7 @@ class Block:
     best: np.ndarray | None = None     # (n,) index of the fastest legal strategy (ties: default, then listed order)
     dval: np.ndarray | None = None     # (n,) cycles of the default strategy
     errors: Errors | None = None     # rows whose request is rejected with a known message (not in `fallback`)
+    sig: np.ndarray | None = None    # (S, n) int8: rows of a strategy with equal codes get one note (None: all 0)
 
 
 @dataclass
@@ -115,13 +117,15 @@ def closed_form(make: MakeRequest, shapes: Shapes, models) -> Block | None:
         return None
     n, S = len(shapes.rows), len(prep.strategies)
     block = Block(prep.strategies, np.empty((S, n)), np.empty((S, n), dtype=bool), np.zeros(n, dtype=np.int64),
-                  prep.models, np.empty(n, dtype=bool), prep.note, np.zeros(n, dtype=np.int64), np.empty(n))
+                  prep.models, np.empty(n, dtype=bool), prep.note, np.zeros(n, dtype=np.int64), np.empty(n),
+                  sig=np.zeros((S, n), dtype=np.int8) if getattr(prep, "signs", False) else None)
     step = prep.chunk or max(n, 1)
     errors = []
     for a in range(0, n, step):
         sl = slice(a, a + step)
         view = Block(block.strategies, block.cycles[:, sl], block.legal[:, sl], block.default[sl], block.models,
-                     block.fallback[sl], block.note, block.best[sl], block.dval[sl])
+                     block.fallback[sl], block.note, block.best[sl], block.dval[sl],
+                     sig=None if block.sig is None else block.sig[:, sl])
         err = prep.evaluate(shapes.take(sl), view)
         if err is not None:
             errors.append((a, err))
@@ -136,6 +140,59 @@ def closed_form(make: MakeRequest, shapes: Shapes, models) -> Block | None:
             codes.append(local[err.code])
         block.errors = Errors(np.concatenate(rows), np.concatenate(codes), list(messages))
     return block
+
+
+_NOTES: dict = {}  # (group, model, strategy, signature) -> (parameter table read, note): see `caveats`
+
+
+def caveats(make: MakeRequest, shapes: Shapes, block: Block, models, group: tuple) -> Caveats:
+    """Return the model's note of each priced row of a block: per strategy and signature (`Block.sig`), the
+    `group_note` the per-request path's model gives the first such row, so both paths note a row alike.
+
+    The note depends on the group (`group`: what its requests share), the strategy, the signature and the parameter
+    table only, so it is kept across sweeps (and their partitions) while the table is."""
+    from ..lower import lower
+    from ..models.auto import cycles_of, group_note
+    from ..models.params import shipped
+
+    S, n = block.legal.shape
+    table = shipped()
+    texts: dict[str, int] = {"": 0}
+    per_strategy = np.zeros(S, dtype=np.int32)
+    varied = []  # (strategy, the code of each row) where a strategy's rows have different notes
+    for j, strategy in enumerate(block.strategies):
+        sig = block.sig[j] if block.sig is not None else None
+        low, high = (int(sig.min(initial=0)), int(sig.max(initial=0))) if sig is not None else (0, 0)
+        values = np.arange(low, high + 1) if high - low < 2 else np.flatnonzero(np.bincount(sig))
+        found = []
+        for v in values.tolist():
+            key = (group, models.name, strategy, v)
+            hit = _NOTES.get(key)
+            if hit is None or hit[0] is not table:
+                rows = block.legal[j] & ~block.fallback
+                if len(values) > 1 or v:
+                    rows &= sig == v
+                if not rows.any():  # no row takes this note
+                    found.append(0)
+                    continue
+                req = make(*(int(a[rows.argmax()]) for a in shapes))
+                m = models.get(req.arch)
+                cycles_of(m, lower(req, strategy))
+                if len(_NOTES) > 65536:
+                    _NOTES.clear()
+                hit = _NOTES[key] = (table, group_note(m))
+            found.append(texts.setdefault(hit[1], len(texts)))
+        per_strategy[j] = found[0]
+        if len(set(found)) > 1:
+            code = np.zeros(int(values[-1]) + 1, dtype=np.int8 if len(texts) < 128 else np.int32)
+            code[values] = found
+            varied.append((j, code[sig]))
+    codes = None
+    if varied:
+        codes = np.repeat(per_strategy.astype(np.int8 if len(texts) < 128 else np.int32)[:, None], n, axis=1)
+        for j, code in varied:
+            codes[j] = code
+    return Caveats(tuple(texts), per_strategy, codes)
 
 
 def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows: np.ndarray,

@@ -41,7 +41,7 @@ from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..lower.alloc import buffers_end
 from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request
 from ..models.a5_features import body_signature
-from ..models.a5_formula import A5FormulaModel, key_of, lookup
+from ..models.a5_formula import A5FormulaModel, beyond_extent, extent_limits, key_of, lookup
 from ..models.a5_formula import cycles as formula_cycles
 from ..models.a5_pipeline import PipelineModel
 from ..models.auto import FormulaThenPipeline
@@ -190,6 +190,7 @@ class Form:
     model: str = ""
     anchors: tuple[Anchor, ...] = ()
     parity: tuple | None = None   # (P, D) of the even and the odd 1D trip count (a 32-bit TSEL's two programs)
+    extents: tuple = ()           # per formula program (as `params`, or `parity`'s two): its key's measured extent
 
 
 @dataclass
@@ -212,6 +213,11 @@ class Prepared:
     aliased: bool = False  # in place: a source shares dst's buffer (no "--in-place would fit" hint)
     messages: dict = field(default_factory=dict)  # UB overflow message per tile size, shared by the chunks
     tables: dict = field(default_factory=dict)  # dense formula tables per strategy, shared by the chunks
+
+    @property
+    def signs(self) -> bool:
+        """Whether `evaluate` writes `Block.sig`: some form's rows may differ in note (an extent, a parity)."""
+        return any(f.parity is not None or any(x is not None for x in f.extents) for f in self.forms)
 
     def evaluate(self, shapes: Shapes, out: Block) -> None:
         """Write cycles, legality, default and fallback of the rows of `shapes` into `out` (views of the group's
@@ -246,8 +252,11 @@ class Prepared:
                 even = (cdiv(sh.vr * sh.vc, f.epr) & 1) == 0
                 cyc = np.where(even, *(formula(*p, f.name, f.epr, sh, self.tables.setdefault(("parity", v), {}))
                                        for p, v in zip(f.parity, SELECT_VARIANTS)))
+                out.sig[j, idx] = np.where(even, self._beyond(f, 0, sh), 2 + self._beyond(f, 1, sh))
             elif f.params is not None:
                 cyc = formula(*f.params, f.name, f.epr, sh, self.tables)
+                if out.sig is not None:
+                    out.sig[j, idx] = self._beyond(f, 0, sh)
             elif self.pipe is not None:
                 cyc = np.full(m, np.nan)
                 sel = np.flatnonzero(covered if lg is True else lg & covered)
@@ -272,6 +281,16 @@ class Prepared:
             bad |= (dflt == j) & ~out.legal[j, idx]
         out.fallback[idx] |= bad
         return errors
+
+    @staticmethod
+    def _beyond(f: Form, program: int, sh: Shapes):
+        """Whether each row runs the form's formula program beyond its key's measured extent (its note says so)."""
+        limits = f.extents[program] if program < len(f.extents) else None
+        if limits is None:
+            return 0
+        dim = f.name[:2]
+        chunks = cdiv(sh.vr * sh.vc, f.epr) if dim == "1d" else sh.vr * cdiv(sh.vc, f.epr)
+        return beyond_extent(limits, chunks, sh.vr, dim).astype(np.int8)
 
     def _correction(self, f: Form, sh: Shapes) -> tuple[np.ndarray, np.ndarray]:
         return anchor_correction(self.pipe, self.make, f.name, f.anchors, sh, self.tables)
@@ -353,14 +372,20 @@ def warm_anchored(make, sh: Shapes, models) -> None:
                 continue
 
 
-def _formula_params(table, src: Request, strategy: str) -> list:
+def _formula_params(table, src: Request, strategy: str, extents: list | None = None) -> list:
     """Return what the formula table gives `src` in `strategy` (`lookup`: P, D and their source, or None), one entry
     per program the request may run: a 32-bit TSEL's even and odd 1D programs (by trip parity), else its own. The
-    body is the form's own: a conversion's 2D chunk can hold more source vectors than its 1D one (§3 step 3)."""
+    body is the form's own: a conversion's 2D chunk can hold more source vectors than its 1D one (§3 step 3). Each
+    program's measured extent (`extent_limits`, None where its parameters are not its key's own) is appended to
+    `extents` when given."""
     sig = body_signature(lower_request(src, strategy))
     key = key_of(src, strategy)
     variants = SELECT_VARIANTS if key["op_params"] in SELECT_VARIANTS else (key["op_params"],)
-    return [lookup(table, {**key, "op_params": v}, sig) for v in variants]
+    found = [lookup(table, {**key, "op_params": v}, sig) for v in variants]
+    if extents is not None:
+        extents += [extent_limits(table, {**key, "op_params": v}, sig) if x is not None and x[2] == "key" else None
+                    for v, x in zip(variants, found)]
+    return found
 
 
 def _anchors(rep: Request, strategy: str, table) -> tuple[Anchor, ...]:
@@ -416,7 +441,9 @@ def prepare(rep: Request, make, models) -> Prepared | None:
             if f.legal_contiguous or f.legal_strided:
                 src = a if f.legal_contiguous else b
                 f.epr = vf.segments(src, s)[0].kernel.epr
-                found = _formula_params(table, src, s) if table is not None else [None]
+                extents: list = []
+                found = _formula_params(table, src, s, extents) if table is not None else [None]
+                f.extents = tuple(extents)
                 if len(found) > 1 and all(x is not None for x in found):
                     f.parity, f.model = tuple((x[0], x[1]) for x in found), formula_model.name
                 elif any(x is not None for x in found) and len(found) > 1:

@@ -91,6 +91,20 @@ def assemble(f, r: Results):
     return pd.DataFrame(cols, copy=False)
 
 
+@dataclass
+class Caveats:
+    """A block's model notes: `texts[per_strategy[j]]` for every row of strategy j, or, where rows of one strategy
+    differ, `texts[codes[j, i]]` for row i (`codes` (strategies, rows), then `per_strategy` is unused)."""
+
+    texts: tuple[str, ...]
+    per_strategy: np.ndarray
+    codes: np.ndarray | None = None
+
+    def take(self, rows) -> Caveats:
+        """The notes of the given rows (a slice or positions)."""
+        return self if self.codes is None else Caveats(self.texts, self.per_strategy, self.codes[:, rows])
+
+
 class Entries:
     """Output rows collected from blocks: per part the input rows (a slice or positions), the rank of each entry
     among its row's entries (`all` rows), and per field an array or one value for the whole part."""
@@ -114,10 +128,11 @@ class Entries:
 
     def add(self, rows, asked: np.ndarray, strategies: tuple[str, ...], cycles: np.ndarray, legal: np.ndarray,
             default: np.ndarray, models: tuple[str, ...], best: np.ndarray | None = None,
-            dval: np.ndarray | None = None) -> None:
+            dval: np.ndarray | None = None, caveats: tuple[str, ...] | Caveats = ()) -> None:
         """Entries of rows with a table: `cycles` and `legal` are (strategies, rows), `default` indexes strategies
         (and is legal); `rows` are the input rows (a slice or positions); `best` and `dval` as `vector.best_of`
-        fills them (computed here when not given)."""
+        fills them (computed here when not given); `caveats` the model's note per strategy (none: every one "") or
+        per strategy and row (`Caveats`)."""
         from . import best_of
 
         S, m = legal.shape
@@ -125,14 +140,20 @@ class Entries:
             return
         sc = np.array([self.strings.code(s) for s in strategies], dtype=np.int32)
         mc = np.array([self.strings.code(x) for x in models], dtype=np.int32)
+        if isinstance(caveats, Caveats):
+            table = np.array([self.strings.code(t) for t in caveats.texts], dtype=np.int32)
+            nc, cc = caveats.codes, table[caveats.per_strategy]  # nc: (S, m) indices into `table`, or None
+        else:
+            nc, cc = None, np.array([self.strings.code(t) for t in caveats or ("",) * S], dtype=np.int32)
         if best is None or dval is None:
             best, dval = np.empty(m, dtype=np.int64), np.empty(m)
             best_of(cycles, default, best, dval)
         ask = self._ask_index(strategies)
         if (ask == ASK_DEFAULT).all():  # every row wants its default strategy
             one_model = len(set(models)) == 1
+            note = (cc, default) if nc is None else (table, np.take_along_axis(nc, default[None, :], 0)[0])
             self._part(rows, cycles=dval, strategy=(sc, default), model=mc[0] if one_model else (mc, default),
-                       default=True, best=(sc, best), note=0)
+                       default=True, best=(sc, best), note=note)
             return
         best_code = sc[best]
         ar = np.arange(m)
@@ -145,7 +166,7 @@ class Entries:
         sel = np.flatnonzero(ok)
         js = j[sel]
         self._part(rows[sel], cycles=flat[js * m + sel], strategy=sc[js], model=mc[js], default=js == default[sel],
-                   best=best_code[sel], note=0)
+                   best=best_code[sel], note=cc[js] if nc is None else table[nc[js, sel]])
         bad = np.flatnonzero(single & ~ok)
         if len(bad):
             bits = (legal[:, bad] * (1 << np.arange(S))[:, None]).sum(axis=0)
@@ -165,7 +186,8 @@ class Entries:
             rank = np.where(s_idx == d[None, :], 0, np.cumsum(lg & (s_idx != d[None, :]), axis=0))
             s, r = np.nonzero(lg)
             self._part(rows[many][r], rank=rank[s, r], cycles=flat[s * m + many[r]], strategy=sc[s], model=mc[s],
-                       default=s == d[r], best=best_code[many][r], note=0)
+                       default=s == d[r], best=best_code[many][r],
+                       note=cc[s] if nc is None else table[nc[s, many[r]]])
             self.expanded = True
 
     def add_errors(self, rows, asked: np.ndarray, note: str | np.ndarray) -> None:
