@@ -581,3 +581,30 @@ def test_an_empty_valid_region_next_to_anchored_rows_is_a_row_error(op, extra):
     out = sweep(df)
     assert np.isfinite(out.loc[0, "cycles"]) and np.isnan(out.loc[1, "cycles"])
     assert out.loc[1, "note"] == f"valid region 0x61 is empty; {op} needs at least 1x1"
+
+
+def test_sweep_notes_carry_the_models_caveats_alike_on_both_paths():
+    """A priced row's note is the model's caveat (estimate's, without the row's trip counts): the same whether the
+    closed form or the per-request path priced it, per strategy (`all`, a named one, the default) and per row (an
+    extent passed, a TSEL trip parity)."""
+    cases = [("TADD", "f32", "a5", 1, 640), ("TADD", "f32", "a5", 1, 1280), ("TADD", "f32", "a5", 64, 64),
+             ("TADD", "f32", "a5", 4, 64), ("TRSQRT", "f32", "a5", 16, 64), ("TSEL", "f32", "a5", 3, 64),
+             ("TSEL", "f32", "a5", 2, 64), ("TEXPANDS", "u16", "a2a3", 64, 128), ("TSQRT", "f32", "a2a3", 64, 64)]
+    frame = pd.DataFrame([{"op": op, "dtype": dt, "arch": arch, "rows": r, "cols": c, "strategy": s,
+                           "in_place": "1" if op == "TSQRT" else "", "scalar": 1 if op == "TEXPANDS" else None}
+                          for op, dt, arch, r, c in cases for s in ("default", "all", "2d-no-post-update")])
+    fast = sweep(frame)
+    pd.testing.assert_frame_equal(fast, sweep(frame, vectorised=False), **SAME_VALUES)
+    for row in fast[fast["cycles"].notna()].itertuples():
+        e = estimate(row.op, (row.rows, row.cols), row.dtype, row.arch, strategy=row.strategy, verify=False,
+                     **({"in_place": True} if row.op == "TSQRT" else {"scalar": 1} if row.op == "TEXPANDS" else {}))
+        said = " ".join(e.notes)
+        for part in filter(None, str(row.note).split("; ")):  # each caveat is estimate's, trip counts aside
+            words = part.replace("measured_op_correction", "").split(":")[0].split()
+            assert all(w in said for w in words if not w.isdigit()), (row, part, said)
+    note = dict(zip(zip(fast.op, fast.rows, fast.cols, fast.default), fast.note.astype(str)))
+    assert "lie beyond the measured TADD f32 rows" in note[("TADD", 1, 1280, True)]
+    assert "beyond" not in note[("TADD", 1, 640, True)]
+    assert "corrected by measured_op_correction" in note[("TRSQRT", 16, 64, True)]
+    assert "priced by its measured f16 row" in note[("TEXPANDS", 64, 128, True)]
+    assert note[("TSQRT", 64, 64, True)].startswith("in place is priced like the out-of-place plan")
