@@ -455,7 +455,7 @@ def plot(
     dtype: Annotated[str, typer.Option("--dtype", "-t", help="Element type, or a comma list for one line per dtype.")] = "f16",
     rows: Annotated[str, typer.Option("--rows", help="Rows: N, or LO:HI:STEP for a rows sweep (both ranges: heatmap); the default 32 keeps three f16 tiles of up to 1024 columns in the A2/A3 unified buffer.")] = "32",
     cols: Annotated[str, typer.Option("--cols", help="Cols: N, or LO:HI:STEP (e.g. 16:2048:16).")] = "16:1024:16",
-    strategy: Annotated[str, typer.Option("--strategy", help="`default`, `all` (one line per legal strategy) or a name.")] = "default",
+    strategy: Annotated[str, typer.Option("--strategy", help="`default`, `all` (curves: one line per legal strategy) or a name (a heatmap maps the default, or the one named, next to the fastest).")] = "default",
     arch: Annotated[Optional[str], typer.Option("--arch", "-a", help="a2a3 or a5 (default $PTO_COST_ARCH, else a2a3).")] = None,
     model: ModelOpt = "auto",
     measured: Annotated[Optional[str], typer.Option("--measured", help="Trace whose rows of the plotted requests are overlaid as points, each on the line of the strategy it resolves to (rows of a strategy without a line are left out, and counted).")] = None,
@@ -498,6 +498,9 @@ def plot(
     strategy = grid["strategy"].iloc[0]  # in the grid's spelling: default and all in lower case
     _check_plot_names(grid, strategy, dst)
     heat = grid["rows"].nunique() > 1 and grid["cols"].nunique() > 1
+    if heat and strategy == "all":
+        raise PtoCostError("--strategy all draws one line per strategy on curves; a heatmap (both --rows and --cols "
+                           "ranges) maps the default strategy next to the fastest one, or one strategy you name")
     if heat and measured:
         raise PtoCostError("--measured overlays curves; a heatmap (both --rows and --cols ranges) has no room for "
                            "points: fix one of them")
@@ -517,7 +520,7 @@ def plot(
     title = (f"{df['op'].iloc[0]}{conversion} on {arch_name} — model{'s' if len(used) > 1 else ''} {models}"
              + (f"\n{', '.join(f'{k}={v}' for k, v in shown.items())}" if shown else ""))
     if heat:
-        fig = heatmap_figure(df, title=title)
+        fig = heatmap_figure(df, title=title, strategy=strategy)
     else:
         x = "cols" if grid["cols"].nunique() > 1 or grid["rows"].nunique() == 1 else "rows"
         fixed = "rows" if x == "cols" else "cols"
@@ -838,7 +841,10 @@ def sweep_cmd(
     if workers is not None and scheduler is not None:
         raise PtoCostError("give either --workers (a local dask cluster) or --scheduler (an existing one), not both")
     spec_doc = _checked_spec(_load_spec(spec))
-    model = model or _model_name(spec_doc.get("model") or "auto")
+    if not isinstance(spec_doc.get("model", "auto"), str) or not spec_doc.get("model", "auto").strip():
+        raise PtoCostError(f"sweep spec: `model` is {spec_doc['model']!r}; give one model name: auto, formula, "
+                           "pipeline or anchored (A5)")
+    model = model or _model_name(spec_doc.get("model", "auto"))
     grid = expand(spec_doc)
     con = render.console(stderr=True)
     if engine == "local":
@@ -852,12 +858,14 @@ def sweep_cmd(
     n_bad = int(df["cycles"].isna().sum())
     con.print(render.plain(f"wrote {output}: {len(df)} rows" + (f", {n_bad} not modelled (see `note`)" if n_bad else "")))
     if verify_sample:
-        bad = run_verify_sample(df, verify_sample, seed=seed)
+        bad, tried, unchecked = run_verify_sample(df, verify_sample, seed=seed)
         if bad:
             for line in bad[:10]:
                 con.print(f"[red]not verified[/]: {render.plain(line)}")
             raise typer.Exit(1)
-        con.print(f"verified a sample of {min(verify_sample, int(df['cycles'].notna().sum()))} point(s) against the golden")
+        con.print(render.plain(f"verified {tried - len(unchecked)} of a sample of {tried} point(s) against the golden"
+                               + (f"; {len(unchecked)} could not be checked (e.g. {unchecked[0]})" if unchecked
+                                  else "")))
 
 
 def main() -> None:

@@ -58,11 +58,15 @@ def parse_range(value: Any, what: str) -> list[int]:
     return list(range(a, b + 1, step))
 
 
-def _list(value: Any, default: list) -> list:
+def _list(value: Any, default: list, key: str) -> list:
+    """The names a spec entry lists: a list, or a comma-separated string (`default` where it is absent)."""
     if value is None:
         return default
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, (list, tuple)):
+        raise PtoCostError(f"sweep spec: `{key}` is {value!r}; give a name, a comma-separated string or a list of "
+                           f"names ({_SPEC_LISTS[key]})")
     return list(value)
 
 
@@ -111,11 +115,11 @@ def expand(spec: dict[str, Any]):
         value = spec.get(key)
         if (key == "ops" and value is None) or _empty(value):
             raise PtoCostError(f"sweep spec: `{key}` is empty; give at least one {what}")
-    ops = _list(spec.get("ops"), [])
-    dtypes = _list(spec.get("dtypes"), ["f16"])
-    archs = _list(spec.get("archs"), ["a2a3"])
-    strategies = _strategies(_list(spec.get("strategies"), ["default"]))
-    dst = _list(spec.get("dst_dtypes"), [""])
+    ops = _list(spec.get("ops"), [], "ops")
+    dtypes = _list(spec.get("dtypes"), ["f16"], "dtypes")
+    archs = _list(spec.get("archs"), ["a2a3"], "archs")
+    strategies = _strategies(_list(spec.get("strategies"), ["default"], "strategies"))
+    dst = _list(spec.get("dst_dtypes"), [""], "dst_dtypes")
     rows = parse_range(spec["rows"], "rows")
     cols = parse_range(spec["cols"], "cols")
     _check_names(ops, dtypes + [d for d in dst if d], archs)
@@ -169,6 +173,9 @@ def _params(params: Any) -> tuple[dict[str, Any], dict[str, list]]:
             values = [v] if not many else list(v)
             v = ["x".join(map(str, parse_gm_shape(x))) for x in values]
             v = v if many else v[0]
+        if isinstance(v, dict) or (isinstance(v, (list, tuple)) and any(isinstance(x, (list, tuple, dict)) for x in v)):
+            raise PtoCostError(f"sweep spec params: {k} is {v!r}; give a value or a list of values (a grid "
+                               "dimension)")
         if isinstance(v, (list, tuple)):
             if not v:
                 raise PtoCostError(f"sweep spec params: {k} has an empty list of values")
@@ -192,7 +199,7 @@ def _valid_count(value: Any, what: str) -> int | None:
 
 def _distinct(ops: list, dtypes: list, dst: list, archs: list) -> tuple[list, list, list, list]:
     """Return the lists without second spellings of one name (f16 and half, TADD and tadd): each point once, under
-    the first spelling given (arches under their own names, as every result names them)."""
+    its canonical name (TADD, f16, a5), as every result names it."""
     from .arch import check_arch
     from .catalog import instruction
     from .dtypes import dtype
@@ -200,7 +207,8 @@ def _distinct(ops: list, dtypes: list, dst: list, archs: list) -> tuple[list, li
     def first(names: list, canon) -> list:
         seen: dict = {}
         for n in names:
-            seen.setdefault(canon(n) if n else "", n)
+            name = canon(n) if n else ""
+            seen.setdefault(name, name)
         return list(seen.values())
 
     return (first(ops, lambda n: instruction(n).name), first(dtypes, lambda n: dtype(n).name),

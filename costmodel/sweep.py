@@ -45,8 +45,8 @@ def _key_columns(f) -> list[str]:
 
 def request_kwargs(values: dict[str, Any], rows: int, cols: int, vr: int, vc: int) -> dict[str, Any]:
     """Return the `make_request` keywords of one sweep row (empty and missing parameters left out)."""
-    kw = {k: v for k, v in values.items() if k not in (*SHAPE_COLUMNS, "dst_dtype")
-          and v is not None and v == v and v != ""}
+    kw = {k: v.item() if isinstance(v, np.generic) else v for k, v in values.items()  # messages show 1, not np.int64(1)
+          if k not in (*SHAPE_COLUMNS, "dst_dtype") and v is not None and v == v and v != ""}
     kw["shape"] = (int(rows), int(cols))
     kw["valid"] = (int(vr), int(vc))
     if values.get("dst_dtype"):  # also equal to dtype: TCVT f32 -> f32 rounds to integral values
@@ -375,22 +375,23 @@ def _slim(f: Frame):
     return pd.DataFrame(cols, copy=False)  # columns the frame lacks are added by each partition, as by `sweep`
 
 
-def verify_sample(result, n: int, *, seed: int = 0) -> list[str]:
-    """Emulate `n` random modelled points of a sweep result against the golden; return descriptions of failures."""
+def verify_sample(result, n: int, *, seed: int = 0) -> tuple[list[str], int, list[str]]:
+    """Emulate `n` random modelled points of a sweep result against the golden; return (descriptions of failures,
+    how many points were emulated, descriptions of those the golden could not check: `Verification.ok` None)."""
     from . import lower
     from .emulate.verify import verify
     from .operands import make_request
 
     ok = result[result["cycles"].notna()]
     if not len(ok):
-        return []
+        return [], 0, []
     pick = ok.sample(n=min(n, len(ok)), random_state=seed)
-    failures = []
+    failures, unchecked = [], []
     for rec in pick.to_dict("records"):
         values = {k: v for k, v in rec.items() if k in (*REQUEST_COLUMNS, *PARAM_COLUMNS)}
         kw = request_kwargs(values, rec["rows"], rec["cols"], rec["valid_rows"], rec["valid_cols"])
         req = make_request(**kw, strategy=rec["strategy"])
         v = verify(lower.lower(req), seed=seed)
-        if v.ok is False:
-            failures.append(f"{req.describe()} strategy {rec['strategy']}: {v.note}")
-    return failures
+        if v.ok is not True:
+            (failures if v.ok is False else unchecked).append(f"{req.describe()} strategy {rec['strategy']}: {v.note}")
+    return failures, len(pick), unchecked

@@ -289,16 +289,18 @@ def _sample_ticks(ax, xs: np.ndarray, ys: np.ndarray, most: int = 12) -> None:
         ax.set_yticks(ys)
 
 
-def heatmap_figure(df: pd.DataFrame, title: str = ""):
-    """Return heatmaps over rows × cols, one row of panels per dtype: default-strategy cycles, and the fastest
-    strategy when several were evaluated. Each cell is centred on its rows and cols values."""
+def heatmap_figure(df: pd.DataFrame, title: str = "", strategy: str = "default"):
+    """Return heatmaps over rows × cols, one row of panels per dtype: the cycles of the default strategy (or of the
+    one named: `strategy`; blank where it is illegal), and the fastest strategy when several were evaluated. Each
+    cell is centred on its rows and cols values."""
+    named = strategy not in ("default", "all")
     dtypes = list(dict.fromkeys(df["dtype"]))
     panels = 2 if df["best"].nunique() > 1 else 1
     fig = _figure(figsize=(7 * panels, 5 * len(dtypes)))
     axes = fig.subplots(len(dtypes), panels, squeeze=False)
     for row, dt in enumerate(dtypes):
         sub = df[df["dtype"] == dt]
-        d = sub[sub["default"]] if sub["default"].any() else sub
+        d = sub if named or not sub["default"].any() else sub[sub["default"]]
         ys, xs = np.sort(sub["rows"].unique()), np.sort(sub["cols"].unique())
         grid = d.pivot_table(index="rows", columns="cols", values="cycles", aggfunc="first").reindex(index=ys, columns=xs)
         ax = axes[row, 0]
@@ -314,7 +316,7 @@ def heatmap_figure(df: pd.DataFrame, title: str = ""):
         cells = (_edges(xs), _edges(ys))
         im = ax.pcolormesh(*cells, np.ma.masked_invalid(grid.to_numpy(dtype=float)), cmap="viridis")
         _sample_ticks(ax, xs, ys)
-        fig.colorbar(im, ax=ax, label="cycles (default strategy)")
+        fig.colorbar(im, ax=ax, label=f"cycles ({strategy if named else 'default strategy'})")
         ax.set_xlabel("columns (elements)")
         ax.set_ylabel("rows")
         ax.set_title(f"{dt}: cycles")

@@ -707,3 +707,27 @@ def test_plot_reads_arch_and_strategy_names_in_any_case_and_names_the_main_reaso
 def test_model_names_in_any_case_for_the_python_sweep():
     frame = pd.DataFrame({"op": ["TADD"], "dtype": "f16", "rows": 4, "cols": 64})
     assert sweep(frame, model="FORMULA")["model"].tolist() == ["formula"]
+
+
+def test_a_verified_sample_counts_apart_the_points_the_golden_cannot_check():
+    """f32 -> hif8 has no numpy type to compare in ('n/a'): such a point is not counted as verified."""
+    from costmodel.sweep import verify_sample
+
+    result = sweep(expand({"ops": ["TCVT", "TADD"], "dtypes": ["f32"], "dst_dtypes": ["hif8"], "archs": ["a5"],
+                           "rows": 2, "cols": 64}))
+    failures, tried, unchecked = verify_sample(result, 10)
+    assert failures == [] and tried == 2 and len(unchecked) == 1 and "TCVT" in unchecked[0]
+
+
+def test_a_heatmap_of_a_named_strategy_maps_it_at_every_point(tmp_path):
+    """The strategy named is mapped wherever it is legal, not only where it is the default; `all` has no heatmap."""
+    from fit.plots import heatmap_figure
+
+    df = sweep(expand({"ops": ["TMINS"], "strategies": ["1LNorm"], "rows": "1:64:8", "cols": "16:512:16"}))
+    assert not df["default"].all() and df["cycles"].notna().all()
+    mesh = heatmap_figure(df, strategy="1LNorm").axes[0].collections[0]
+    assert mesh.get_array().count() == len(df)
+    r = run("plot", "TMINS", "--rows", "1:64:8", "--cols", "16:512:16", "--strategy", "all", "-o",
+            str(tmp_path / "h.png"))
+    one_line_error(r, "a heatmap")
+    assert not (tmp_path / "h.png").exists()
