@@ -851,10 +851,12 @@ def sweep_cmd(
         with render.progress("sweeping", len(grid)) as tick:
             df = sweep(grid, model=model, progress=tick)
     else:
-        df = sweep_dask(grid, model=model, scheduler=scheduler, workers=workers)
+        with render.progress("sweeping on dask", len(grid)) as tick:
+            df = sweep_dask(grid, model=model, scheduler=scheduler, workers=workers, progress=tick)
     if len(df) and df["cycles"].isna().all():
         raise PtoCostError(f"no point of the grid could be modelled ({output} not written): {_main_reason(df)}")
-    write_frame(df, output)
+    with render.status(f"writing {len(df):,} rows to {output}"):
+        write_frame(df, output)
     n_bad = int(df["cycles"].isna().sum())
     con.print(render.plain(f"wrote {output}: {len(df)} rows" + (f", {n_bad} not modelled (see `note`)" if n_bad else "")))
     if verify_sample:

@@ -268,14 +268,17 @@ def _warm_pipeline(plans: list, models: Models) -> None:
 
 
 def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, workers: int | None = None,
-               npartitions: int | None = None, processes: bool = True, client=None):
+               npartitions: int | None = None, processes: bool = True, client=None,
+               progress: Callable[[int, int], None] | None = None):
     """Run `sweep` over partitions of the frame on a dask.distributed cluster; returns the same frame as `sweep`.
 
     Workers get only the columns a sweep reads (strings as categoricals, shapes as small integers) and send back
     only the result columns; the output frame is assembled here, from the caller's columns, exactly as `sweep`
     assembles it. The cluster: `client` (an existing dask Client, left open), else `scheduler` (an address,
     connected for the call), else a local cluster of `workers` (default 2) worker processes (threads if
-    `processes` is False) started for the call.
+    `processes` is False) started for the call. The frame is split into one partition per worker thread of the
+    cluster (`npartitions` overrides), none under 2000 rows; `progress(rows done, rows total)` is called as
+    partitions come back.
     """
     from .errors import PtoCostError
 
@@ -289,9 +292,6 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
         raise PtoCostError(f"--workers must be at least 1, got {workers}")
     f = Frame(frame.reset_index(drop=True))
     slim = _slim(f)
-    k = npartitions or max(1, min(f.n // 2000 + 1, workers or 2))
-    starts = [f.n * i // k for i in range(k)]
-    parts = [slim.iloc[a:b] for a, b in zip(starts, starts[1:] + [f.n])]
     cluster, own = None, client is None
     if client is None and scheduler is not None:
         client = _connect(Client, scheduler)
@@ -299,7 +299,19 @@ def sweep_dask(frame, *, model: str = "auto", scheduler: str | None = None, work
         cluster = local_cluster(workers or 2, processes=processes)
         client = Client(cluster)
     try:
-        results = client.gather(client.map(_partition_results, client.scatter(parts), model=model, pure=False))
+        from dask.distributed import as_completed
+
+        k = npartitions or max(1, min(f.n // 2000 + 1, sum(client.nthreads().values()) or 2))
+        starts = [f.n * i // k for i in range(k)]
+        ends = starts[1:] + [f.n]
+        parts = [slim.iloc[a:b] for a, b in zip(starts, ends)]
+        futures = client.map(_partition_results, client.scatter(parts), model=model, pure=False)
+        if progress is not None:
+            size, done = {fut.key: b - a for fut, a, b in zip(futures, starts, ends)}, 0
+            for fut in as_completed(futures):
+                done += size[fut.key]
+                progress(done, f.n)
+        results = client.gather(futures)
     finally:
         if own:
             client.close()

@@ -526,6 +526,27 @@ def test_dask_partitions_give_the_local_frame_exactly():
         cluster.close()
 
 
+def test_dask_splits_the_frame_over_the_clusters_threads_and_reports_progress():
+    """An existing cluster of 3 worker threads gets 3 partitions (it got 2 whatever its size), each reported as it
+    comes back."""
+    pytest.importorskip("dask.distributed")
+    from dask.distributed import Client
+
+    from costmodel.sweep import local_cluster, sweep_dask
+
+    frame = pd.DataFrame({"op": "TADD", "dtype": "f16", "rows": np.arange(1, 6101) % 64 + 1, "cols": 128})
+    cluster = local_cluster(3, processes=False)
+    client = Client(cluster)
+    calls = []
+    try:
+        out = sweep_dask(frame, client=client, progress=lambda done, total: calls.append((done, total)))
+    finally:
+        client.close()
+        cluster.close()
+    pd.testing.assert_frame_equal(out, sweep(frame), check_exact=True)
+    assert len(calls) == 3 and calls[-1] == (6100, 6100) and [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+
 def test_a5_overflow_says_when_writing_dst_over_the_first_source_would_fit(monkeypatch):
     # three 20x1312 f32 tiles (315 KB) overflow A5's 256 KB UB; two fit, and every A5 VF op can run in place
     # (on A2/A3 only the in-place sequences can; a 60x1312 TEXP does not fit even in place)
