@@ -64,8 +64,7 @@ class Instruction:
                 raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {sources}")
             if pairs and not plain:
                 what = "needs a destination dtype" if dst is None else f"does not convert {dt.name} to {dt.name}"
-                raise UnsupportedDtypeError(
-                    f"{self.name} {what} on {arch} (--dst-dtype); accepted pairs: {' '.join(pairs)}")
+                raise UnsupportedDtypeError(f"{self.name} {what} on {arch} (--dst-dtype); {self.conversion_targets(arch, dt)}")
             raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {' '.join(toks)}")
         if not pairs:
             whose = "--dtype" if ELEMENTWISE_SOURCES.get(self.family) == () else "its source's type"
@@ -73,9 +72,20 @@ class Instruction:
                                         f"--dst-dtype (got {dt.name} to {dst.name}); accepted dtypes on {arch}: "
                                         f"{' '.join(toks)}")
         if f"{dt.name}>{dst.name}" not in pairs:
-            raise UnsupportedDtypeError(
-                f"{self.name} does not convert {dt.name} to {dst.name} on {arch} (--dst-dtype); accepted pairs: "
-                f"{' '.join(pairs)}")
+            raise UnsupportedDtypeError(f"{self.name} does not convert {dt.name} to {dst.name} on {arch} "
+                                        f"(--dst-dtype); {self.conversion_targets(arch, dt)}")
+
+    def conversion_targets(self, arch: str, src: DType) -> str:
+        """What `src` converts to on `arch` (those without a model marked), or, for a type that is no source there,
+        every listed pair."""
+        dsts = self.destinations(arch, src.name)
+        if not dsts:
+            return f"accepted pairs: {' '.join(t for t in self.dtypes_on(arch) if '>' in t)}"
+        from .api import modelled_dtypes  # plans each pair: a path of errors only
+
+        ok = set(modelled_dtypes(self.name, arch))
+        shown = [d if f"{src.name}>{d}" in ok else f"{d} (not modelled)" for d in dsts]
+        return f"{src.name} converts to {' '.join(shown)} on {arch}"
 
 @functools.cache
 def _instructions() -> dict[str, Instruction]:

@@ -16,8 +16,7 @@ def convert_tiles(inst: Instruction, arch: str, dt: DType, dst_dt: DType | None,
     `saturation` (on/off, the pair's default when absent) resolved the same way on every arch (conversions.py);
     an A2/A3 pair of the conversion table also has its round mode checked against the table."""
     if dst_dt is None:
-        dsts = inst.destinations(arch, dt.name)
-        accepted = f"; {dt.name} converts to {' '.join(dsts)} on {arch}" if dsts else ""
+        accepted = f"; {inst.conversion_targets(arch, dt)}" if inst.destinations(arch, dt.name) else ""
         raise ParamError(f"{inst.name} needs a destination dtype (--dst-dtype){accepted}")
     if shape is None:
         raise ShapeError(f"{inst.name} needs --shape RxC")

@@ -155,6 +155,11 @@ def test_bad_trace_files_are_one_line_exit_2(tmp_path):
     (["estimate", "TROWEXPAND", "--shape", "16x128", "--dtype", "f32", "--expanded", "bogus"], "expanded applies to"),
     (["estimate", "TEXP", "--shape", "16x128", "--dtype", "f32", "--arch", "a5", "--scalar", "3"], "scalar applies to"),
     (["estimate", "TCVT", "--shape", "8x256", "--dtype", "f16", "--dst-dtype", "f16"], "does not convert f16 to f16"),
+    # the catalogue's pairs of the source, those without a model marked (A2/A3 f16 -> packed i4)
+    (["estimate", "TCVT", "--shape", "8x256", "--dtype", "f16", "--dst-dtype", "f16"], "f16 converts to f32 i32 i16 "
+     "i8 u8 i4 (not modelled) on a2a3"),
+    (["estimate", "TCVT", "--shape", "8x256", "--dtype", "f16", "--arch", "a5"], "f16 converts to f32 i32 i16 i8 u8 "
+     "hif8 on a5"),
     (["estimate", "BlockReduceMin", "--dtype", "f16", "--mask", "0:0"], "enables no lane"),
     (["estimate", "BlockReduceSum", "--dtype", "f32", "--mask", "0x5555"], "a bit mask is written HI:LO (e.g. 0:0x5555)"),
     (["compare", "TMINS", "--shape", "64x64", "--across", "a9"], "unknown arch 'a9'"),
