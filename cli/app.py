@@ -154,7 +154,8 @@ def compare(
         docs.append({"op": ests[0].op, "arch": ests[0].arch, "model": ests[0].model, "default": default.strategy,
                      "fastest": fastest.strategy,
                      "fastest_saving_pct": (1 - best / default.cycles) * 100 if default.cycles else 0.0,
-                     "strategies": [dict(e.to_dict(), default=e is default, fastest=e is fastest) for e in ranked(ests)]})
+                     "strategies": [dict(e.to_dict(), default=e is default, fastest=e is fastest,
+                                         vs_default_pct=render.vs_default_pct(e, default)) for e in ranked(ests)]})
         tables.append((a, ests))
     if across and all(isinstance(t, str) for _, t in tables):
         raise PtoCostError("; ".join(f"{a}: {t}" for a, t in tables))
@@ -215,19 +216,21 @@ def plan(
         render.console(stderr=True).print(render.plain(
             f"wrote {chrome_trace}: {n} dynamic instructions (the first {iterations} iteration(s) of each loop); "
             "open it in ui.perfetto.dev or chrome://tracing"))
+    if timeline:
+        clipped = result.extrapolated or any(n > 4 for n in result.template.trips)
+        e = costmodel.estimate(op, shape, dtype, arch, strategy=p.strategy, verify=False, **kw)
     if json_out:
         doc = {"op": p.op, "arch": p.arch, "strategy": p.strategy, "counts": p.counts(),
                "listing": p.listing().splitlines()}
         if timeline:
             doc["pipeline"] = result.to_dict()
-            doc["timeline"] = tl.to_dict()
+            doc["timeline"] = {**tl.to_dict(), "trips_clipped_to_4": bool(clipped)}
+            doc["estimate"] = {"model": e.model, "cycles": e.cycles}
         render.emit_json(doc)
         return
     render.write(p.listing() + "\n")
     if timeline:
-        note = " (trips of shape loops clipped to 4 for the timeline)" if result.extrapolated or any(
-            n > 4 for n in result.template.trips) else ""
-        e = costmodel.estimate(op, shape, dtype, arch, strategy=p.strategy, verify=False, **kw)
+        note = " (trips of shape loops clipped to 4 for the timeline)" if clipped else ""
         render.write(f"\n; pipeline simulation: {result.cycles:.2f} cycles{note}; `estimate` (model {e.model}) "
                      f"gives {e.cycles:.2f}\n")
         render.write(tl.to_text() + "\n")

@@ -204,9 +204,15 @@ def compare_text(ests) -> None:
         if e is fastest:
             tags.append("fastest")
         name = e.strategy + (f" ({', '.join(tags)})" if tags else "")
-        rel = (e.cycles / default.cycles - 1) * 100 if default.cycles else 0.0
+        rel = vs_default_pct(e, default)
         t.add_row(plain(name), fmt_cycles(e.cycles), f"{rel:+.1f}%", plain(breakdown_text(e.breakdown)), e.verified_text)
     console().print(t)
+
+
+def vs_default_pct(e, default) -> float:
+    """Return how much more (positive) or less an estimate costs than the default strategy's, in percent (0 where the
+    default costs nothing)."""
+    return (e.cycles / default.cycles - 1) * 100 if default.cycles else 0.0
 
 
 def _metrics_table(title: str, df, keys: list[str]):

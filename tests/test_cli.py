@@ -553,6 +553,23 @@ def test_timeline_says_when_it_shows_fewer_iterations_than_asked_and_int_casts_r
         assert r.returncode == 0 and ("integer to integer: nothing to round" in r.stdout) is note, r.stdout
 
 
+def test_json_says_what_the_text_says_of_a_timeline_and_a_comparison():
+    """--json carries the estimate next to the simulation, how many instructions the timeline left out, whether trips
+    were clipped, and each strategy's difference from the default (the table's `vs default`)."""
+    text = run("plan", "TADD", "--shape", "16x640", "--dtype", "f32", "--arch", "a5", "--timeline").stdout
+    doc = json.loads(run("plan", "TADD", "--shape", "16x640", "--dtype", "f32", "--arch", "a5", "--timeline",
+                         "--json").stdout)
+    assert f"gives {doc['estimate']['cycles']:.2f}" in text and f"model {doc['estimate']['model']})" in text
+    tl = doc["timeline"]
+    assert f"... {tl['not_shown']} more dynamic instructions not shown" in text and tl["not_shown"] > 0
+    assert tl["dynamic_instructions"] == len(tl["rows"]) + tl["not_shown"] and tl["trips_clipped_to_4"] is True
+    doc = json.loads(run("compare", "TADD", "--shape", "4x64", "--json").stdout)
+    default = next(s for s in doc["strategies"] if s["default"])
+    for s in doc["strategies"]:
+        assert s["vs_default_pct"] == pytest.approx((s["cycles"] / default["cycles"] - 1) * 100)
+    assert min(s["vs_default_pct"] for s in doc["strategies"]) == pytest.approx(-doc["fastest_saving_pct"])
+
+
 def test_yaml_specs_read_scalars_as_yaml_does_and_colon_numbers_as_text():
     import yaml
 

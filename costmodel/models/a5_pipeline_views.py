@@ -105,7 +105,10 @@ class Timeline:
         return out
 
     def to_dict(self) -> dict:
-        return {"schema_version": 1, "view": "timeline", "cycles": self.trace.end, "rows": self.rows()}
+        rows = self.rows()
+        return {"schema_version": 1, "view": "timeline", "cycles": self.trace.end, "rows": rows,
+                "dynamic_instructions": len(self.trace), "not_shown": len(self.trace) - len(rows),
+                "iterations_shown": self.max_iterations}
 
     def to_chrome(self) -> dict:
         """Return the shown instructions as a Chrome trace-event document (chrome://tracing, ui.perfetto.dev): one
