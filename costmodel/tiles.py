@@ -41,6 +41,25 @@ def parse_shape(text: str | tuple[int, int], *, what: str = "shape", allow_zero:
     return rows, cols
 
 
+
+def valid_too_large(name: str, vr: int, vc: int, rows: int, cols: int) -> str:
+    """Return the error of a valid region larger than its tile."""
+    return (f"{name} valid region {vr}x{vc} is larger than the tile {rows}x{cols}; accepted: at most "
+            f"{rows}x{cols}")
+
+
+def unaligned(name: str, layout: str, rows: int, cols: int, dt: DType) -> str | None:
+    """Return the error of a NoneBox tile whose row-major row (col-major column) is not a whole number of 32-byte
+    blocks (isa.md §1.1), or None when it is."""
+    run, count, what, dim = ((cols, "row", "cols", "row-major") if layout == "row_major"
+                             else (rows, "column", "rows", "col-major"))
+    bits = run * dt.bits
+    if not bits % 256:
+        return None
+    need = 256 // math.gcd(256, dt.bits)
+    return (f"{name} {rows}x{cols} {dt}: a {dim} {count} is {bits / 8:g} B, not a multiple of 32 B; {what} must be "
+            f"a multiple of {need} for {dt}")
+
 @dataclass(frozen=True)
 class Tile:
     """One tile operand. Offsets and strides are in elements; `static_valid` marks a compile-time valid shape."""
@@ -97,25 +116,15 @@ class Tile:
         if self.layout not in LAYOUTS:
             raise ShapeError(f"{name}: unknown layout {self.layout!r}; accepted: {', '.join(LAYOUTS)}")
         if self.valid_rows > self.rows or self.valid_cols > self.cols:
-            raise ShapeError(
-                f"{name} valid region {self.valid_rows}x{self.valid_cols} is larger than the tile {self.rows}x{self.cols}; "
-                f"accepted: at most {self.rows}x{self.cols}"
-            )
+            raise ShapeError(valid_too_large(name, self.valid_rows, self.valid_cols, self.rows, self.cols))
         if self.layout in BOXED:
             problem = alignment_problem(self.layout, self.rows, self.cols, self.dtype.bits)
             if problem:
                 raise ShapeError(f"{name} {self.rows}x{self.cols} {self.dtype}: {problem}")
         else:
-            # NoneBox: a row-major row (col-major column) must be a multiple of 32 bytes (isa.md §1.1)
-            run, count, what, dim = ((self.cols, "row", "cols", "row-major") if self.layout == "row_major"
-                                     else (self.rows, "column", "rows", "col-major"))
-            bits = run * self.dtype.bits
-            if bits % 256:
-                need = 256 // math.gcd(256, self.dtype.bits)
-                raise ShapeError(
-                    f"{name} {self.rows}x{self.cols} {self.dtype}: a {dim} {count} is {bits / 8:g} B, "
-                    f"not a multiple of 32 B; {what} must be a multiple of {need} for {self.dtype}"
-                )
+            problem = unaligned(name, self.layout, self.rows, self.cols, self.dtype)
+            if problem:
+                raise ShapeError(problem)
 
     def describe(self) -> str:
         """Return e.g. `64x64 f16 (valid 60x60, dynamic)`."""

@@ -629,3 +629,26 @@ def test_sweep_notes_carry_the_models_caveats_alike_on_both_paths():
     assert "corrected by measured_op_correction" in note[("TRSQRT", 16, 64, True)]
     assert "priced by its measured f16 row" in note[("TEXPANDS", 64, 128, True)]
     assert note[("TSQRT", 64, 64, True)].startswith("in place is priced like the out-of-place plan")
+
+
+def test_tiles_make_request_refuses_are_refused_in_closed_form_in_its_words(monkeypatch):
+    """A valid region larger than the tile, or a row of no whole number of 32-byte blocks in any tile (dst, a source
+    of another type), gets the error `make_request` gives, without lowering the row (a grid of cols 1:5000:1 was
+    lowered one request at a time)."""
+    rng = np.random.default_rng(7)
+    n = 300
+    parts = [pd.DataFrame({"op": op, "dtype": dt, "arch": arch, "dst_dtype": dst, "rows": rng.integers(1, 40, n),
+                           "cols": rng.integers(1, 300, n), "valid_rows": rng.integers(1, 45, n),
+                           "valid_cols": rng.integers(1, 320, n), "scalar": 1 if op in ("TADDS", "TEXPANDS") else None})
+             for op, dt, arch, dst in [("TADD", "f16", "a2a3", ""), ("TADD", "f32", "a5", ""),
+                                       ("TCVT", "f32", "a2a3", "f16"), ("TCVT", "f16", "a5", "f32"),
+                                       ("TSEL", "f16", "a5", ""), ("TSEL", "f32", "a2a3", ""),
+                                       ("TADDS", "i8", "a5", ""), ("TEXPANDS", "f16", "a2a3", "")]]
+    frame = pd.concat(parts, ignore_index=True)
+    slow = sweep(frame, vectorised=False)
+    refused = slow["cycles"].isna() & slow["note"].astype(str).str.contains("larger than the tile|not a multiple of 32")
+    assert refused.sum() > len(frame) // 2
+    sub = frame[refused.to_numpy()].reset_index(drop=True)
+    expected = sweep(sub, vectorised=False)
+    _no_fallback(monkeypatch)
+    pd.testing.assert_frame_equal(sweep(sub), expected, **SAME_VALUES)

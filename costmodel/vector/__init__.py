@@ -280,7 +280,8 @@ def screen(arch: str, rep: Request, named: list[tuple[str, int, int]], shapes: S
     c = constants(arch)
     ok = request_ok(rep, shapes)
     fits = ub_need([b for _, *b in named], shapes, c.ub_align_bytes) <= c.ub_bytes
-    errors = ub_errors(arch, named, shapes, np.flatnonzero(ok & ~fits), messages, aliased)
+    errors = joined(shape_errors(rep, shapes, np.flatnonzero(~ok)),
+                    ub_errors(arch, named, shapes, np.flatnonzero(ok & ~fits), messages, aliased))
     ok &= fits
     if extra_ok is not None:
         ok &= extra_ok()
@@ -297,6 +298,39 @@ def screen(arch: str, rep: Request, named: list[tuple[str, int, int]], shapes: S
         out.default[...] = 0
     sh = narrow(shapes.take(idx))
     return errors, idx, (sh if len(sh.rows) else None)
+
+
+def shape_errors(req: Request, shapes: Shapes, rows: np.ndarray) -> Errors | None:
+    """`make_request`'s error for those of the given rows (ones `request_ok` refuses) whose tiles it refuses: a valid
+    region larger than the tile (dst is checked first), else the first tile, in the request's order, whose row is no
+    whole number of 32-byte blocks. Rows with an empty valid region are left out (the per-request path words
+    them). Each distinct message is written once."""
+    from ..tiles import unaligned, valid_too_large
+
+    r, c, vr, vc = (a[rows] for a in shapes)
+    larger = (vr > r) | (vc > c)
+    kind = np.where(larger, 0, -1)
+    tiles = [(n, t.dtype) for n, t in req.tiles if n != "mask"]  # a mask's rows are padded to whole blocks
+    for i, (_, dt) in enumerate(tiles):
+        kind = np.where((kind < 0) & (vr >= 1) & (vc >= 1) & (fmod(c * dt.bits, 256) != 0), i + 1, kind)
+    take = np.flatnonzero(kind >= 0)
+    if not len(take):
+        return None
+    key = np.stack([kind[take], r[take], c[take], np.where(larger[take], vr[take], 0),
+                    np.where(larger[take], vc[take], 0)], axis=1)
+    uniq, code = np.unique(key, axis=0, return_inverse=True)
+    messages = [valid_too_large("dst", a, b, rr, cc) if k == 0 else unaligned(tiles[k - 1][0], "row_major", rr, cc,
+                                                                               tiles[k - 1][1])
+                for k, rr, cc, a, b in uniq.tolist()]
+    return Errors(rows[take], code.ravel(), messages)
+
+
+def joined(a: Errors | None, b: Errors | None) -> Errors | None:
+    """Return the rows of both (disjoint) sets of errors as one."""
+    if a is None or b is None:
+        return a if b is None else b
+    return Errors(np.concatenate([a.rows, b.rows]), np.concatenate([a.code, b.code + len(a.messages)]),
+                  a.messages + b.messages)
 
 
 def request_ok(req: Request, shapes: Shapes) -> np.ndarray:
