@@ -150,10 +150,9 @@ def compare(
             tables.append((a, str(exc)))
             continue
         default, fastest = default_and_fastest(ests)
-        best = fastest.cycles
         docs.append({"op": ests[0].op, "arch": ests[0].arch, "model": ests[0].model, "default": default.strategy,
                      "fastest": fastest.strategy,
-                     "fastest_saving_pct": (1 - best / default.cycles) * 100 if default.cycles else 0.0,
+                     "fastest_saving_pct": 0.0 - render.vs_default_pct(fastest, default),
                      "strategies": [dict(e.to_dict(), default=e is default, fastest=e is fastest,
                                          vs_default_pct=render.vs_default_pct(e, default)) for e in ranked(ests)]})
         tables.append((a, ests))
@@ -217,20 +216,24 @@ def plan(
             f"wrote {chrome_trace}: {n} dynamic instructions (the first {iterations} iteration(s) of each loop); "
             "open it in ui.perfetto.dev or chrome://tracing"))
     if timeline:
-        clipped = result.extrapolated or any(n > 4 for n in result.template.trips)
+        from costmodel.models.a5_pipeline import TIMELINE_TRIPS
+
+        clipped = result.extrapolated or any(n > TIMELINE_TRIPS for n in result.template.trips)
         e = costmodel.estimate(op, shape, dtype, arch, strategy=p.strategy, verify=False, **kw)
     if json_out:
         doc = {"op": p.op, "arch": p.arch, "strategy": p.strategy, "counts": p.counts(),
                "listing": p.listing().splitlines()}
         if timeline:
             doc["pipeline"] = result.to_dict()
-            doc["timeline"] = {**tl.to_dict(), "trips_clipped_to_4": bool(clipped)}
+            # the timeline's trace runs shape loops of at most TIMELINE_TRIPS trips: its cycles and instructions are
+            # that trace's; `pipeline` is the simulation at the full trip counts
+            doc["timeline"] = {**tl.to_dict(), "shape_trips_clipped_to": TIMELINE_TRIPS if clipped else None}
             doc["estimate"] = {"model": e.model, "cycles": e.cycles}
         render.emit_json(doc)
         return
     render.write(p.listing() + "\n")
     if timeline:
-        note = " (trips of shape loops clipped to 4 for the timeline)" if clipped else ""
+        note = f" (trips of shape loops clipped to {TIMELINE_TRIPS} for the timeline)" if clipped else ""
         render.write(f"\n; pipeline simulation: {result.cycles:.2f} cycles{note}; `estimate` (model {e.model}) "
                      f"gives {e.cycles:.2f}\n")
         render.write(tl.to_text() + "\n")
@@ -523,6 +526,8 @@ def plot(
     title = (f"{df['op'].iloc[0]}{conversion} on {arch_name} — model{'s' if len(used) > 1 else ''} {models}"
              + (f"\n{', '.join(f'{k}={v}' for k, v in shown.items())}" if shown else ""))
     if heat:
+        if strategy not in ("default", "all"):  # the canonical spelling (1lcount: 1LCount)
+            strategy = df.loc[df["cycles"].notna(), "strategy"].astype(str).iloc[0]
         fig = heatmap_figure(df, title=title, strategy=strategy)
     else:
         x = "cols" if grid["cols"].nunique() > 1 or grid["rows"].nunique() == 1 else "rows"
@@ -674,7 +679,7 @@ def fit_cmd(
     cv: Annotated[int, typer.Option("--cv", min=2, help="Folds of the cross-validation (form choice and reported CV error); fewer folds train on fewer shapes, so the error rises (A2/A3: 19.4 % MAPE with 3 folds against 7.4 % with 5); at most one fold per shape (or case).")] = 5,
     cv_group: Annotated[str, typer.Option("--cv-group", help="What a fold holds out whole: shape (every op at a tile shape) or measurement (one measured case; other ops at its shape stay in).")] = "shape",
     model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all. The formula fit of the public A5 file takes about 30 s on an idle 2-core machine (longer while other work runs); the pipeline fit (pipeline, all) simulates every measured program many times and takes minutes.")] = "formula",
-    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Report the fit and what it would write; write nothing. Exits 2 after the report where the real run could not write -o (or --pipeline-output).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Report the fit and what it would write; write nothing. Exits 2 at once, as the real run does, where -o (or --pipeline-output) could not take the result.")] = False,
     pipeline_output: Annotated[str | None, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (the models read them when PTO_COST_PIPELINE_PARAMS names the file). [default: data/a5_pipeline_params.csv]")] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -693,18 +698,15 @@ def fit_cmd(
     if pipeline_output is not None and model == "formula":
         raise PtoCostError("--pipeline-output needs --model pipeline or all (the formula fit writes only -o)")
     pipeline_output = pipeline_output or "data/a5_pipeline_params.csv"
-    path_problem = None  # a dry run reports the fit, then fails as the real run would, which refuses before fitting
-    try:
+    try:  # before a fit of up to minutes: where it will write must take the result (a dry run fails as the run would)
         _check_fit_outputs(model, output, pipeline_output)
     except PtoCostError as exc:
-        if not dry_run:
-            raise
-        path_problem = exc
+        raise PtoCostError(f"dry run: {exc}" if dry_run else str(exc)) from None
     with render.status(f"fitting the {'formula and pipeline' if model == 'all' else model} model to "
                        f"{', '.join(Path(t).name for t in traces)}"):
         run = fit_traces(traces, k=cv, model=model, group_by=cv_group)
     written = None
-    if dry_run and run.rows and path_problem is None:  # what the write would be
+    if dry_run and run.rows:  # what the write would be
         from fit.params_io import planned_table
 
         written = planned_table(run.rows, output)[1]
@@ -731,9 +733,6 @@ def fit_cmd(
                                    for sec in run.sections]})
     else:
         render.fit_text(run, output, written, pipeline_output, dry_run=dry_run)
-    if path_problem is not None:
-        sys.stderr.write(f"error: dry run: {path_problem}\n")
-        raise typer.Exit(2)
 
 
 def _check_fit_outputs(model: str, output: str, pipeline_output: str) -> None:
@@ -844,10 +843,9 @@ def sweep_cmd(
     if workers is not None and scheduler is not None:
         raise PtoCostError("give either --workers (a local dask cluster) or --scheduler (an existing one), not both")
     spec_doc = _checked_spec(_load_spec(spec))
-    if not isinstance(spec_doc.get("model", "auto"), str) or not spec_doc.get("model", "auto").strip():
-        raise PtoCostError(f"sweep spec: `model` is {spec_doc['model']!r}; give one model name: auto, formula, "
-                           "pipeline or anchored (A5)")
-    model = model or _model_name(spec_doc.get("model", "auto"))
+    if model is None:  # --model overrides the spec's; a spec's null or blank model is auto
+        given = spec_doc.get("model")
+        model = _model_name(given if isinstance(given, str) or given is None else repr(given))
     grid = expand(spec_doc)
     con = render.console(stderr=True)
     if engine == "local":

@@ -1,6 +1,8 @@
 """The public API: estimate, compare, plan, catalog, golden (DESIGN.md §2)."""
 from __future__ import annotations
 
+import functools
+
 import os
 from typing import Any
 
@@ -136,6 +138,15 @@ _PROBE_SHAPE = "32x128"
 def modelled_dtypes(op: str, arch: str) -> tuple[str, ...]:
     """Return the dtype tokens of `op` on `arch`, as the catalogue lists them ('src>dst' for two-type ops), that
     have a modelled plan (a family's lowering may leave some dtypes unmodelled, e.g. A2/A3 integer row sums)."""
+    from .catalog import instruction
+
+    return _modelled_dtypes(instruction(op).name, arch)
+
+
+@functools.lru_cache(maxsize=None)
+def _modelled_dtypes(op: str, arch: str) -> tuple[str, ...]:
+    """`modelled_dtypes`, worked out once per op and arch: it plans every listed dtype (TCVT: about 46 pairs), and
+    every TCVT dtype error reads it."""
     from .catalog import instruction
 
     out = []

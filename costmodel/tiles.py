@@ -41,7 +41,6 @@ def parse_shape(text: str | tuple[int, int], *, what: str = "shape", allow_zero:
     return rows, cols
 
 
-
 def valid_too_large(name: str, vr: int, vc: int, rows: int, cols: int) -> str:
     """Return the error of a valid region larger than its tile."""
     return (f"{name} valid region {vr}x{vc} is larger than the tile {rows}x{cols}; accepted: at most "
@@ -59,6 +58,7 @@ def unaligned(name: str, layout: str, rows: int, cols: int, dt: DType) -> str | 
     need = 256 // math.gcd(256, dt.bits)
     return (f"{name} {rows}x{cols} {dt}: a {dim} {count} is {bits / 8:g} B, not a multiple of 32 B; {what} must be "
             f"a multiple of {need} for {dt}")
+
 
 @dataclass(frozen=True)
 class Tile:

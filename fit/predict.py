@@ -22,7 +22,9 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
 
     df = normalise_trace(df)
     good, problems = check_trace(df, require_measured=False)
-    notes = {p.line: f"{p.column}: {p.message}" for p in reversed(problems)}
+    notes: dict = {}  # every problem of a row, in the order found
+    for p in problems:
+        notes[p.line] = "; ".join(x for x in (notes.get(p.line, ""), f"{p.column}: {p.message}") if x)
     out = df.copy()
     pred = np.full(len(out), np.nan)
     # a row that is not priced keeps the strategy it asked for (a second predict of the output asks it again)
@@ -43,7 +45,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
             kw = request_kwargs(row)
             unread = extra_note(row)
         except PtoCostError as exc:
-            note[i] = "; ".join(x for x in (trace_wording(str(exc)), measured) if x)
+            note[i] = "; ".join(x for x in (measured, trace_wording(str(exc))) if x)
             continue
         # a measured row that overflows the unified buffer ran in place (trace_request); an unmeasured one is as given
         key = (tuple(sorted((k, str(v)) for k, v in kw.items())), cell_text(row.get("measured_cycles", "")) != "")

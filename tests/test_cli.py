@@ -562,7 +562,7 @@ def test_json_says_what_the_text_says_of_a_timeline_and_a_comparison():
     assert f"gives {doc['estimate']['cycles']:.2f}" in text and f"model {doc['estimate']['model']})" in text
     tl = doc["timeline"]
     assert f"... {tl['not_shown']} more dynamic instructions not shown" in text and tl["not_shown"] > 0
-    assert tl["dynamic_instructions"] == len(tl["rows"]) + tl["not_shown"] and tl["trips_clipped_to_4"] is True
+    assert tl["dynamic_instructions"] == len(tl["rows"]) + tl["not_shown"] and tl["shape_trips_clipped_to"] == 4
     doc = json.loads(run("compare", "TADD", "--shape", "4x64", "--json").stdout)
     default = next(s for s in doc["strategies"] if s["default"])
     for s in doc["strategies"]:

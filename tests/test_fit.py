@@ -350,12 +350,13 @@ def test_fit_cli_dry_run_and_atomic_write(tmp_path):
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "it would write" in r.stdout and not planned.exists()
-    # paths the real run refuses before fitting: the dry run reports the fit, then fails as that run would
+    # paths the real run refuses before fitting: the dry run fails as that run would, before fitting too
     for unusable, why in [(out, "not a parameter table"), (tmp_path / "params.txt", "accepted: .csv")]:
         r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(unusable), "--dry-run"],
                            capture_output=True, text=True, cwd=ROOT, timeout=300)
-        assert r.returncode == 2 and why in r.stderr and "Traceback" not in r.stderr, r.stderr
-        assert "MAPE" in r.stdout
+        assert r.returncode == 2 and "error: dry run: " in r.stderr and str(unusable) in r.stderr, r.stderr
+        assert why in r.stderr
+        assert "Traceback" not in r.stderr and "MAPE" not in r.stdout
     assert out.read_text() == "previous contents\n" and not (tmp_path / "params.txt").exists()
     bad = tmp_path / "bad.csv"
     bad.write_text("op,dtype\nTMINS,f16\n")

@@ -731,3 +731,24 @@ def test_a_heatmap_of_a_named_strategy_maps_it_at_every_point(tmp_path):
             str(tmp_path / "h.png"))
     one_line_error(r, "a heatmap")
     assert not (tmp_path / "h.png").exists()
+
+
+def test_a_sweep_specs_null_or_blank_model_is_auto_and_the_option_overrides_it(tmp_path):
+    for model, extra, ok in [(None, [], True), ("", [], True), (["formula"], [], False),
+                             (["formula"], ["--model", "formula"], True)]:
+        (tmp_path / "s.json").write_text(json.dumps({"ops": ["TADD"], "rows": 4, "cols": 64, "model": model}))
+        r = run("sweep", str(tmp_path / "s.json"), "-o", str(tmp_path / "o.csv"), *extra)
+        assert (r.returncode == 0) is ok, r.stderr
+        if not ok:
+            one_line_error(r, "accepted: auto, formula")
+
+
+def test_tcvt_dtype_errors_cost_no_more_than_other_refusals():
+    """Every refused TCVT pair words the pairs its source converts to; they are worked out once, not per row."""
+    from costmodel.api import _modelled_dtypes
+
+    _modelled_dtypes.cache_clear()
+    out = sweep(expand({"ops": ["TCVT"], "dtypes": ["f16"], "dst_dtypes": ["bf16"], "archs": ["a5"],
+                        "rows": "1:40:1", "cols": 64}))
+    assert out["cycles"].isna().all() and out["note"].astype(str).str.contains("f16 converts to f32").all()
+    assert _modelled_dtypes.cache_info().misses == 1

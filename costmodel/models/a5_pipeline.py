@@ -33,6 +33,7 @@ INNER_CLIP, INNER_SPAN = 48, 12   # innermost shape loops: exact up to 48 trips,
 OUTER_CLIP, OUTER_SPAN = 24, 12   # outer shape loops (rows): exact up to 24, slope over 12 rows (periods 1-4, 6, 12)
 BOTTLENECK_SHARE = 0.98
 MAX_CLIP = 768                    # beyond this a transient is extrapolated as is
+TIMELINE_TRIPS = 4                # a shape loop's trips the recorded timeline trace runs at most
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,7 @@ class PipelineModel:
         extrapolated = len(combo) > 1 or combo[0][0] != trips
         tr = None
         if trace:
-            small = tuple(min(n, 4) if lid in self.clips(tpl) else n for lid, n in enumerate(trips))
+            small = tuple(min(n, TIMELINE_TRIPS) if lid in self.clips(tpl) else n for lid, n in enumerate(trips))
             tr = self._sim(tpl, small, "record")[2]
         bounds = self.bounds(tpl, trips)
         neck = tuple(name for name, v in bounds if cycles > 0 and v >= BOTTLENECK_SHARE * cycles)

@@ -19,6 +19,7 @@ per-request fallback: `closed_form` returns None for a whole group, or marks sin
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -79,7 +80,8 @@ class Block:
     best: np.ndarray | None = None     # (n,) index of the fastest legal strategy (ties: default, then listed order)
     dval: np.ndarray | None = None     # (n,) cycles of the default strategy
     errors: Errors | None = None     # rows whose request is rejected with a known message (not in `fallback`)
-    sig: np.ndarray | None = None    # (S, n) int8: rows of a strategy with equal codes get one note (None: all 0)
+    sig: np.ndarray | None = None    # (S, n) int8: rows of a strategy with equal codes get one note (None: all 0;
+    #                                  rows a chunk does not evaluate stay 0, as allocated)
 
 
 @dataclass
@@ -142,21 +144,26 @@ def closed_form(make: MakeRequest, shapes: Shapes, models) -> Block | None:
     return block
 
 
-_NOTES: dict = {}  # (group, model, strategy, signature) -> (parameter table read, note): see `caveats`
+# parameter table -> {(group, model, strategy, signature): note}, see `caveats`; a table no longer read takes its
+# notes with it
+_NOTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+NOTES_KEPT = 65536  # per table
 
 
 def caveats(make: MakeRequest, shapes: Shapes, block: Block, models, group: tuple) -> Caveats:
     """Return the model's note of each priced row of a block: per strategy and signature (`Block.sig`), the
     `group_note` the per-request path's model gives the first such row, so both paths note a row alike.
 
-    The note depends on the group (`group`: what its requests share), the strategy, the signature and the parameter
-    table only, so it is kept across sweeps (and their partitions) while the table is."""
+    The note depends on the group (`group`: what its requests share, but a scalar operand's value, which selects no
+    instruction of a closed-form group's program), the strategy, the signature and the parameter table only, so it
+    is kept across sweeps (and their partitions) while the table is."""
     from ..lower import lower
     from ..models.auto import cycles_of, group_note
     from ..models.params import shipped
 
     S, n = block.legal.shape
-    table = shipped()
+    kept = _NOTES.setdefault(shipped(), {})
+    group = tuple(kv for kv in group if kv[0] != "scalar")
     texts: dict[str, int] = {"": 0}
     per_strategy = np.zeros(S, dtype=np.int32)
     varied = []  # (strategy, the code of each row) where a strategy's rows have different notes
@@ -167,8 +174,8 @@ def caveats(make: MakeRequest, shapes: Shapes, block: Block, models, group: tupl
         found = []
         for v in values.tolist():
             key = (group, models.name, strategy, v)
-            hit = _NOTES.get(key)
-            if hit is None or hit[0] is not table:
+            hit = kept.get(key)
+            if hit is None:
                 rows = block.legal[j] & ~block.fallback
                 if len(values) > 1 or v:
                     rows &= sig == v
@@ -178,10 +185,10 @@ def caveats(make: MakeRequest, shapes: Shapes, block: Block, models, group: tupl
                 req = make(*(int(a[rows.argmax()]) for a in shapes))
                 m = models.get(req.arch)
                 cycles_of(m, lower(req, strategy))
-                if len(_NOTES) > 65536:
-                    _NOTES.clear()
-                hit = _NOTES[key] = (table, group_note(m))
-            found.append(texts.setdefault(hit[1], len(texts)))
+                if len(kept) >= NOTES_KEPT:
+                    kept.clear()
+                hit = kept[key] = group_note(m)
+            found.append(texts.setdefault(hit, len(texts)))
         per_strategy[j] = found[0]
         if len(set(found)) > 1:
             code = np.zeros(int(values[-1]) + 1, dtype=np.int8 if len(texts) < 128 else np.int32)
@@ -303,10 +310,11 @@ def screen(arch: str, rep: Request, named: list[tuple[str, int, int]], shapes: S
 def shape_errors(req: Request, shapes: Shapes, rows: np.ndarray) -> Errors | None:
     """`make_request`'s error for those of the given rows (ones `request_ok` refuses) whose tiles it refuses: a valid
     region larger than the tile (dst is checked first), else the first tile, in the request's order, whose row is no
-    whole number of 32-byte blocks. Rows with an empty valid region are left out (the per-request path words
-    them). Each distinct message is written once."""
+    whole number of 32-byte blocks. Rows with an empty valid region, or a tile of no row or column, are left out
+    (the per-request path words them). Each distinct message is written once."""
     from ..tiles import unaligned, valid_too_large
 
+    rows = rows[(shapes.rows[rows] >= 1) & (shapes.cols[rows] >= 1)]  # a shape of no row: make_request's own error
     r, c, vr, vc = (a[rows] for a in shapes)
     larger = (vr > r) | (vc > c)
     kind = np.where(larger, 0, -1)
