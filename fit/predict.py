@@ -66,7 +66,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
         pred[i] = got
         if got == got:
             strat[i] = strategy
-        note[i] = "; ".join(x for x in (measured, why, unread if got == got else "") if x)  # the row's own problem first
+        note[i] = "; ".join(x for x in (measured, why, unread if got == got else "") if x)  # its own problem first
     if progress is not None:
         progress(len(good), len(good))
     for col in ("rows", "cols", "valid_rows", "valid_cols"):  # read as text to be checked; numbers again when all are
