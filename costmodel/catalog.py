@@ -79,12 +79,13 @@ class Instruction:
     def conversion_targets(self, arch: str, src: DType) -> str:
         """What `src` converts to on `arch` (those without a model marked), or, for a type that is no source there,
         every listed pair."""
-        dsts = self.destinations(arch, src.name)
-        if not dsts:
-            return f"accepted pairs: {' '.join(t for t in self.dtypes_on(arch) if '>' in t)}"
-        from .api import modelled_dtypes  # plans each pair: a path of errors only
+        from .api import modelled_dtypes  # plans each pair once: a path of errors only
 
         ok = set(modelled_dtypes(self.name, arch))
+        dsts = self.destinations(arch, src.name)
+        if not dsts:
+            pairs = [t if t in ok else f"{t} (not modelled)" for t in self.dtypes_on(arch) if ">" in t]
+            return f"accepted pairs: {' '.join(pairs)}"
         shown = [d if f"{src.name}>{d}" in ok else f"{d} (not modelled)" for d in dsts]
         return f"{src.name} converts to {' '.join(shown)} on {arch}"
 

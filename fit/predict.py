@@ -22,9 +22,17 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
 
     df = normalise_trace(df)
     good, problems = check_trace(df, require_measured=False)
-    notes: dict = {}  # every problem of a row, in the order found
+    # a row's measured_cycles problem, then its first other one (later ones can be echoes of it: a valid_rows
+    # defaulted from a bad rows)
+    measured_notes: dict = {}
+    first: dict = {}
     for p in problems:
-        notes[p.line] = "; ".join(x for x in (notes.get(p.line, ""), f"{p.column}: {p.message}") if x)
+        if p.column == "measured_cycles":
+            measured_notes.setdefault(p.line, []).append(f"{p.column}: {p.message}")
+        else:
+            first.setdefault(p.line, f"{p.column}: {p.message}")
+    notes = {line: "; ".join([*measured_notes.get(line, []), *([first[line]] if line in first else [])])
+             for line in {*measured_notes, *first}}
     out = df.copy()
     pred = np.full(len(out), np.nan)
     # a row that is not priced keeps the strategy it asked for (a second predict of the output asks it again)

@@ -160,6 +160,7 @@ def test_bad_trace_files_are_one_line_exit_2(tmp_path):
      "i8 u8 i4 (not modelled) on a2a3"),
     (["estimate", "TCVT", "--shape", "8x256", "--dtype", "f16", "--arch", "a5"], "f16 converts to f32 i32 i16 i8 u8 "
      "hif8 on a5"),
+    (["estimate", "TCVT", "--shape", "8x256", "--dtype", "e8m0", "--dst-dtype", "bf16"], "f16>i4 (not modelled)"),
     (["estimate", "BlockReduceMin", "--dtype", "f16", "--mask", "0:0"], "enables no lane"),
     (["estimate", "BlockReduceSum", "--dtype", "f32", "--mask", "0x5555"], "a bit mask is written HI:LO (e.g. 0:0x5555)"),
     (["compare", "TMINS", "--shape", "64x64", "--across", "a9"], "unknown arch 'a9'"),

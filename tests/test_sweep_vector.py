@@ -649,8 +649,9 @@ def test_tiles_make_request_refuses_are_refused_in_closed_form_in_its_words(monk
     refused = slow["cycles"].isna() & slow["note"].astype(str).str.contains("larger than the tile|not a multiple of 32")
     assert refused.sum() > len(frame) // 2
     # a tile of no row (a Python frame or a cases file can hold one): make_request's own error, on either path
-    frame = pd.concat([frame, pd.DataFrame({"op": "TADD", "dtype": "f16", "arch": ["a2a3", "a5"], "rows": [0, -3],
-                                            "cols": 64, "valid_rows": 1, "valid_cols": 1})], ignore_index=True)
+    frame = pd.concat([frame, pd.DataFrame({"op": "TADD", "dtype": "f16", "arch": ["a2a3", "a5", "a5"],
+                                            "rows": [0, -3, 4], "cols": [64, 64, 16], "valid_rows": [1, 1, -1],
+                                            "valid_cols": [1, 1, 200]})], ignore_index=True)
     pd.testing.assert_frame_equal(sweep(frame), sweep(frame, vectorised=False), **SAME_VALUES)
     sub = frame[refused.reindex(frame.index, fill_value=False).to_numpy()].reset_index(drop=True)
     expected = sweep(sub, vectorised=False)

@@ -431,3 +431,11 @@ def test_predict_notes_the_models_caveats_as_estimate_does():
         e = estimate(**req, verify=False)
         caveat = e.notes[-1]
         assert caveat and caveat in row.note and row.predicted_cycles == e.cycles, (row.note, e.notes)
+
+
+def test_a_rejected_rows_note_names_its_measured_problem_first_and_no_echo(tmp_path):
+    """A bad rows count is one problem: valid_rows, absent and defaulted from it, is not a second one."""
+    p = tmp_path / "t.csv"
+    p.write_text("arch,op,dtype,rows,cols,measured_cycles\na2a3,TADD,f16,-3,64,-5\n")
+    note = predict_frame(read_trace(p))["note"].iloc[0]
+    assert note.startswith("measured_cycles: '-5'") and "rows: '-3'" in note and "valid_rows" not in note

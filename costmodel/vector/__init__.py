@@ -314,7 +314,8 @@ def shape_errors(req: Request, shapes: Shapes, rows: np.ndarray) -> Errors | Non
     (the per-request path words them). Each distinct message is written once."""
     from ..tiles import unaligned, valid_too_large
 
-    rows = rows[(shapes.rows[rows] >= 1) & (shapes.cols[rows] >= 1)]  # a shape of no row: make_request's own error
+    # a shape of no row, or a negative valid count: make_request's own error
+    rows = rows[(shapes.rows[rows] >= 1) & (shapes.cols[rows] >= 1) & (shapes.vr[rows] >= 0) & (shapes.vc[rows] >= 0)]
     r, c, vr, vc = (a[rows] for a in shapes)
     larger = (vr > r) | (vc > c)
     kind = np.where(larger, 0, -1)
