@@ -28,7 +28,7 @@ from .vector.frame import SHAPE_COLUMNS, Frame
 from .vector.frame import asked as _asked
 from .vector.frame import groups as _groups
 from .vector.frame import runs as _runs
-from .vector.output import Entries, Results, assemble, concat
+from .vector.output import Caveats, Entries, Results, assemble, concat
 
 REQUEST_COLUMNS = ("op", "dtype", "dst_dtype", "arch", "rows", "cols", "valid_rows", "valid_cols", "static_valid")
 PARAM_COLUMNS = ("scalar", "order", "src0_valid", "src1_valid", "expand_mode", "expanded", "idx_dtype", "in_place",
@@ -231,7 +231,8 @@ def _per_request(values, idx, sh, ask_codes, entries: Entries, models: Models, p
                 cyc = np.array([table[s][0] for s in names])
                 entries.add(rows, ask_codes[rows], names, np.repeat(cyc[:, None], m, axis=1),
                             np.ones((len(names), m), dtype=bool), np.full(m, names.index(default), dtype=np.int64),
-                            tuple(table[s][1] for s in names), caveats=tuple(table[s][2] for s in names))
+                            tuple(table[s][1] for s in names),
+                            caveats=Caveats(tuple(table[s][2] for s in names), np.arange(len(names))))
             done += len(rows)
             if progress is not None:
                 progress(done, total)

@@ -128,11 +128,10 @@ class Entries:
 
     def add(self, rows, asked: np.ndarray, strategies: tuple[str, ...], cycles: np.ndarray, legal: np.ndarray,
             default: np.ndarray, models: tuple[str, ...], best: np.ndarray | None = None,
-            dval: np.ndarray | None = None, caveats: tuple[str, ...] | Caveats = ()) -> None:
+            dval: np.ndarray | None = None, caveats: Caveats | None = None) -> None:
         """Entries of rows with a table: `cycles` and `legal` are (strategies, rows), `default` indexes strategies
         (and is legal); `rows` are the input rows (a slice or positions); `best` and `dval` as `vector.best_of`
-        fills them (computed here when not given); `caveats` the model's note per strategy (none: every one "") or
-        per strategy and row (`Caveats`)."""
+        fills them (computed here when not given); `caveats` the model's notes (none: every one "")."""
         from . import best_of
 
         S, m = legal.shape
@@ -140,11 +139,9 @@ class Entries:
             return
         sc = np.array([self.strings.code(s) for s in strategies], dtype=np.int32)
         mc = np.array([self.strings.code(x) for x in models], dtype=np.int32)
-        if isinstance(caveats, Caveats):
-            table = np.array([self.strings.code(t) for t in caveats.texts], dtype=np.int32)
-            nc, cc = caveats.codes, table[caveats.per_strategy]  # nc: (S, m) indices into `table`, or None
-        else:
-            nc, cc = None, np.array([self.strings.code(t) for t in caveats or ("",) * S], dtype=np.int32)
+        caveats = caveats or Caveats(("",), np.zeros(S, dtype=np.int64))
+        table = np.array([self.strings.code(t) for t in caveats.texts], dtype=np.int32)
+        nc, cc = caveats.codes, table[caveats.per_strategy]  # nc: (S, m) indices into `table`, or None
         if best is None or dval is None:
             best, dval = np.empty(m, dtype=np.int64), np.empty(m)
             best_of(cycles, default, best, dval)
