@@ -845,7 +845,10 @@ def sweep_cmd(
     spec_doc = _checked_spec(_load_spec(spec))
     if model is None:  # --model overrides the spec's; a spec's null or blank model is auto
         given = spec_doc.get("model")
-        model = _model_name(given if isinstance(given, str) or given is None else repr(given))
+        try:
+            model = _model_name(given if isinstance(given, str) or given is None else repr(given))
+        except PtoCostError as exc:
+            raise PtoCostError(f"sweep spec: `model`: {exc}") from None
     grid = expand(spec_doc)
     con = render.console(stderr=True)
     if engine == "local":

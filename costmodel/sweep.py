@@ -77,10 +77,10 @@ class Models:
         return got
 
 
-def lower_key(values: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
-    """Return ({strategy: plan} over every legal strategy, default strategy, "") for one request, or ({}, "", the
-    reason it cannot be lowered): the per-request path's first half (`price_plans` the second), as `estimate` lowers
-    it."""
+def lower_key(values: dict[str, Any]) -> tuple[dict[str, Any], str, str, tuple[str, ...]]:
+    """Return ({strategy: plan} over every legal strategy, default strategy, "", the op's illegal strategies) for
+    one request, or ({}, "", the reason it cannot be lowered, ()): the per-request path's first half
+    (`price_plans` the second), as `estimate` lowers it."""
     from . import lower
     from .errors import PtoCostError
     from .operands import make_request
@@ -88,14 +88,14 @@ def lower_key(values: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
     kw = request_kwargs(values, values["rows"], values["cols"], values["valid_rows"], values["valid_cols"])
     try:
         req = make_request(**kw)
-        default = lower.resolve_strategy(req)[0]
+        default, table = lower.strategies(req)
         plans = {}
         for s in lower.legal_strategies(req):
             forced = req.with_strategy(s)
             plans[s] = lower.lower(forced, lower.resolve_strategy(forced)[0])
-        return plans, default, ""
+        return plans, default, "", tuple(s for s, why in table.items() if why is not None)
     except PtoCostError as exc:
-        return {}, "", str(exc)
+        return {}, "", str(exc), ()
 
 
 def price_plans(plans: dict[str, Any], default: str, note: str,
@@ -219,20 +219,25 @@ def _per_request(values, idx, sh, ask_codes, entries: Entries, models: Models, p
             r, c, vr, vc = (int(v) for v in uniq[k])
             lowered.append(lower_key({**values, "rows": r, "cols": c, "valid_rows": vr, "valid_cols": vc}))
         if warm:
-            _warm_pipeline([p for plans, _, _ in lowered for p in plans.values()], models)
-        for k, (plans, default, note) in zip(batch, lowered):
+            _warm_pipeline([p for plans, *_ in lowered for p in plans.values()], models)
+        for k, (plans, default, note, illegal) in zip(batch, lowered):
             table, default, note = price_plans(plans, default, note, models)
             rows = idx[members_of[k]]
             if not table:
                 entries.add_errors(rows, ask_codes[rows], note)
             else:
-                names = tuple(table)
-                m = len(rows)
-                cyc = np.array([table[s][0] for s in names])
-                entries.add(rows, ask_codes[rows], names, np.repeat(cyc[:, None], m, axis=1),
-                            np.ones((len(names), m), dtype=bool), np.full(m, names.index(default), dtype=np.int64),
-                            tuple(table[s][1] for s in names),
-                            caveats=Caveats(tuple(table[s][2] for s in names), np.arange(len(names))))
+                # the illegal strategies go along (never priced) so that a row naming one is answered as the
+                # closed form answers it, under the strategy's own spelling
+                names = (*table, *illegal)
+                m, n_legal = len(rows), len(table)
+                cyc = np.array([table[s][0] for s in table] + [np.nan] * len(illegal))
+                legal = np.zeros((len(names), m), dtype=bool)
+                legal[:n_legal] = True
+                entries.add(rows, ask_codes[rows], names, np.repeat(cyc[:, None], m, axis=1), legal,
+                            np.full(m, names.index(default), dtype=np.int64),
+                            tuple(table[s][1] for s in table) + ("",) * len(illegal),
+                            caveats=Caveats(tuple(table[s][2] for s in table) + ("",),
+                                            np.minimum(np.arange(len(names)), n_legal)))
             done += len(rows)
             if progress is not None:
                 progress(done, total)

@@ -740,7 +740,7 @@ def test_a_sweep_specs_null_or_blank_model_is_auto_and_the_option_overrides_it(t
         r = run("sweep", str(tmp_path / "s.json"), "-o", str(tmp_path / "o.csv"), *extra)
         assert (r.returncode == 0) is ok, r.stderr
         if not ok:
-            one_line_error(r, "accepted: auto, formula")
+            one_line_error(r, "sweep spec: `model`: unknown model")
 
 
 def test_tcvt_dtype_errors_cost_no_more_than_other_refusals():

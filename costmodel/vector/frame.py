@@ -239,6 +239,6 @@ def asked(f) -> tuple[np.ndarray, list[str]]:
         if v is None or (isinstance(v, float) and v != v):
             return "default"
         s = str(v)
-        return "default" if s in ("", "None") else s
+        return "default" if s in ("", "None") else s.lower() if s.lower() in ("default", "all") else s
 
     return codes.astype(np.int64), [norm(v) for v in values]
