@@ -154,6 +154,7 @@ def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> R
     models = Models(model)
     entries = Entries(asked)
     done = 0
+    priced = _Reused()
     for values, rows in _groups(f, group_cols):
         idx = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
         sh = shape_arrays.take(rows)
@@ -162,7 +163,10 @@ def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> R
             def make(r, c, vr, vc, values=values):
                 return make_request(**request_kwargs(values, r, c, vr, vc))
 
-            block = closed_form(make, sh, models)
+            block = priced.get(values, sh, make)
+            if block is None:
+                block = closed_form(make, sh, models)
+                priced.put(values, sh, block)
         if block is None:
             rest = np.arange(len(idx))
         else:
@@ -197,6 +201,44 @@ def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> R
         if progress is not None:
             progress(done, n)
     return entries.results(n)
+
+
+class _Reused:
+    """Closed-form blocks of the groups that differ in a scalar operand's value only, on the same shapes: that value
+    selects no instruction of a closed-form program (an A2/A3 `@hook` sequence, which may branch on it, has no closed
+    form), so one block serves them all; a value the op refuses is caught by building the group's request."""
+
+    KEPT = 16  # groups held (their blocks' arrays)
+
+    def __init__(self):
+        self._held: dict[tuple, tuple] = {}
+
+    @staticmethod
+    def _key(values: dict) -> tuple | None:
+        return tuple((k, str(v)) for k, v in values.items() if k != "scalar") if "scalar" in values else None
+
+    def get(self, values: dict, sh, make):
+        """The block of an earlier group like this one on the same shapes, or None."""
+        from .errors import PtoCostError
+        from .vector import REP_SHAPE
+
+        held = self._held.get(self._key(values))
+        if held is None or not all(np.array_equal(a, b) for a, b in zip(held[0], sh)):
+            return None
+        try:
+            make(REP_SHAPE[0], REP_SHAPE[1], REP_SHAPE[0], REP_SHAPE[1])  # as closed_form checks its group
+        except PtoCostError:
+            return None
+        return held[1]
+
+    def put(self, values: dict, sh, block) -> None:
+        """Hold a group's block (not a group without one: its next value may be one the op accepts)."""
+        key = self._key(values)
+        if key is None or block is None:
+            return
+        if len(self._held) >= self.KEPT and key not in self._held:
+            self._held.pop(next(iter(self._held)))
+        self._held[key] = (sh, block)
 
 
 PER_REQUEST_BATCH = 512  # distinct requests lowered before they are priced (their plans held at once)
