@@ -355,6 +355,45 @@ def test_sweep_closed_form_and_per_request_paths_give_the_same_frame(frame):
     assert len(kept) <= len(frame)
 
 
+def test_groups_differing_in_the_scalar_only_are_priced_once(monkeypatch):
+    """A grid over scalar values prices the closed form once per shape set, not once per value (an anchored op's
+    anchors were simulated again for every value: about 1 k rows/s); a value the op refuses is still that row's
+    error, and the frame is the per-request path's."""
+    import costmodel.vector as vector
+
+    frame = pd.DataFrame([{"op": op, "dtype": dt, "arch": arch, "rows": r, "cols": 64, "scalar": s}
+                          for op, dt, arch in (("TADDS", "i16", "a2a3"), ("TADDS", "i16", "a5"),
+                                               ("TAXPY", "f32", "a5"))
+                          for s in (1, 100000, 2, 3) for r in (1, 2, 3)])
+    calls = []
+    real = vector.closed_form
+    monkeypatch.setattr(vector, "closed_form", lambda *a: calls.append(1) or real(*a))
+    fast = sweep(frame)
+    pd.testing.assert_frame_equal(fast, sweep(frame, vectorised=False), **SAME_VALUES)
+    refused = fast["scalar"].astype(str) == "100000"
+    assert fast.loc[refused & (fast["dtype"] == "i16"), "note"].str.contains("does not fit i16").all()
+    assert fast.loc[~refused | (fast["op"] == "TAXPY"), "cycles"].notna().all()
+    # i16: the first value and the refused one; TAXPY f32 (100000 fits): its first value only
+    assert len(calls) == 2 + 2 + 1
+
+
+def test_the_floor_at_a_contained_anchor_is_priced_alike_on_both_paths():
+    """TDIV f32 at 64x64 and 8x64 is floored at TRECIP's formula price (models/a5_anchored): the closed form, the
+    per-request path (its corrections remembered from the closed form, or not) and `estimate` give one price."""
+    frame = pd.DataFrame([{"op": op, "dtype": "f32", "arch": "a5", "rows": r, "cols": 64, "strategy": "all"}
+                          for op in ("TDIV", "TSUBRELU") for r in (64, 8, 3)])
+    fast = sweep(frame)
+    pd.testing.assert_frame_equal(fast, sweep(frame, vectorised=False), **SAME_VALUES)
+    for row in fast.itertuples():
+        e = estimate(row.op, (row.rows, 64), "f32", "a5", strategy=row.strategy, verify=False)
+        assert (e.model, e.cycles) == (row.model, row.cycles)
+    floored = [row for row in fast.itertuples()
+               if "measured_subset_floor" in dict(estimate(row.op, (row.rows, 64), "f32", "a5",
+                                                           strategy=row.strategy, verify=False).breakdown)]
+    assert {(r.op, r.rows) for r in floored} >= {("TDIV", 64), ("TDIV", 8)}
+    assert all("never below the formula price of" in r.note for r in floored)
+
+
 def test_per_request_anchored_rows_take_their_anchor_corrections_from_the_closed_form(monkeypatch):
     """Ops without a closed form priced by the anchored pipeline (A5 expands): the anchors' corrections come from
     the elementwise closed form before the rows are lowered one by one — the same frame as without it, the anchors

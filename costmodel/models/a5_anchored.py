@@ -12,6 +12,11 @@ the anchors being the measured elementwise ops with their own formula parameters
 on the same tiles in the same loop form (a reduction's anchors walk its source tile). With every op of the A5 file
 left out in turn, this prices the left-out op at 1.5 % MAPE on average against 2.1 % for the pipeline alone
 (benchmarks/a5_pipeline.py).
+
+An elementwise op is never priced below an anchor whose per-chunk work its own contains (`chunk_work`: TDIV's two
+loads, divide and store hold TRECIP's load, divide and store; TSUBRELU's hold TSUB's): such a chunk issues all the
+anchor's instructions and more, so it cannot take fewer cycles (inferred from costmodel.md §8: extra ops only add
+issue slots). The mean correction alone put TDIV f32 64x64 9.5 cycles below the measured TRECIP.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from ..isa_a5 import VfProgram
 from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..plan import Plan
 from ..request import Request
+from .a5_features import chunk_work, contains_work
 from .a5_formula import A5FormulaModel
 from . import provenance
 from .a5_pipeline import PipelineModel
@@ -29,6 +35,8 @@ from .params import ParamTable, shipped
 
 ANCHOR_FAMILIES = ("unary", "binary", "binary_scalar")  # one load or two, one store, ops per chunk in between
 CORRECTION = "measured_op_correction"
+FLOOR = "measured_subset_floor"  # what lifts the price to an anchor whose chunk work the op's contains
+Correction = tuple[float, tuple[str, ...], tuple[float, ...]]  # mean difference, anchor names, their formula prices
 CORRECTIONS_KEPT = 100_000  # corrections an instance keeps (a sweep's distinct anchor requests)
 
 
@@ -113,30 +121,33 @@ class AnchoredPipeline:
         self.pipeline = pipeline or PipelineModel()
         self.source = self.source_note = self.group_note = ""  # group_note: as A5FormulaModel's
         self.anchors: tuple[str, ...] = ()
-        self._corrections: dict[tuple, tuple[float, tuple[str, ...]]] = {}
+        self._corrections: dict[tuple, Correction] = {}
+        self._works: dict[tuple, tuple] = {}
 
     @property
     def table(self) -> ParamTable:
         return self.formula.table or shipped()
 
-    def correction(self, plan: Plan) -> tuple[float, tuple[str, ...]]:
-        """Return (mean formula - pipeline cycles of the anchors on the plan's tiles and loop form, their names);
-        (0, ()) when no anchor can be priced there. Kept per anchor request (everything `anchor_request` reads, and
-        the op itself where it is one of the measured ops it leaves out), so ops priced on the same tiles share it."""
+    def correction(self, plan: Plan) -> Correction:
+        """Return (mean formula - pipeline cycles of the anchors on the plan's tiles and loop form, their names, their
+        formula cycles there); (0, (), ()) when no anchor can be priced there. Kept per anchor request (everything
+        `anchor_request` reads, and the op itself where it is one of the measured ops it leaves out), so ops priced
+        on the same tiles share it."""
         hit = self._corrections.get(self._key(plan.request, plan.strategy))
         if hit is None:
-            diffs, names = [], []
+            diffs, names, prices = [], [], []
             rows = anchor_rows(plan.request)
             for a, p, _ in anchor_plans(plan.request, plan.strategy, self.table, rows):
-                diffs.append(self.formula.cost(p)[0] - self.pipeline.cycles(p))
+                prices.append(self.formula.cost(p)[0])
+                diffs.append(prices[-1] - self.pipeline.cycles(p))
                 names.append(a.op)
             valid = anchor_tile(plan.request).valid_rows
             scale = valid / min(valid, rows) if valid else 1.0  # the anchors took fewer rows than the source has
-            hit = (scale * sum(diffs) / len(diffs), tuple(names)) if diffs else (0.0, ())
+            hit = (scale * sum(diffs) / len(diffs), tuple(names), tuple(prices)) if diffs else (0.0, (), ())
             self.remember(plan.request, plan.strategy, hit)
         return hit
 
-    def remember(self, req: Request, strategy: str, correction: tuple[float, tuple[str, ...]]) -> None:
+    def remember(self, req: Request, strategy: str, correction: Correction) -> None:
         """Keep the correction of `req`'s anchors in `strategy` (computed here, or in closed form by a sweep)."""
         if len(self._corrections) >= CORRECTIONS_KEPT:
             self._corrections.clear()
@@ -147,17 +158,34 @@ class AnchoredPipeline:
         return (table, req.op if req.op in _measured_ops(table) else "", req.dtype.name, d.rows, d.cols, d.valid,
                 d.static_valid, strategy)
 
+    def contained(self, plan: Plan, names: tuple[str, ...]) -> tuple[bool, ...]:
+        """Per anchor of `names`: whether the plan's per-chunk work contains the anchor's on the plan's tiles and
+        loop form (never for a reduction, whose anchors walk its source, not its work)."""
+        if plan.request.family in REDUCE_FAMILIES:
+            return (False,) * len(names)
+        own = chunk_work(plan)
+        return tuple(contains_work(own, self._anchor_work(n, plan.request, plan.strategy)) for n in names)
+
+    def _anchor_work(self, op: str, req: Request, strategy: str) -> tuple:
+        """The per-chunk work of anchor `op` on `req`'s tiles in `strategy`, kept per (op, dtype, strategy): the
+        chunk body of an elementwise form does not change with the tiles."""
+        from .. import lower
+
+        key = (op, req.dtype.name, strategy)
+        if key not in self._works:
+            self._works[key] = chunk_work(lower.lower(anchor_request(op, req, strategy), strategy))
+        return self._works[key]
+
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
-        """Return (cycles, breakdown): the pipeline's parts plus the anchors' correction."""
+        """Return (cycles, breakdown): the pipeline's parts plus the anchors' correction (and the lift to the
+        containing anchors' floor where it binds)."""
         cycles, parts = self.pipeline.cost(plan)
-        corr = self._correct(plan)
-        return (cycles, parts) if corr is None else (cycles + corr, parts + ((CORRECTION, corr),))
+        total, extra = self._correct(plan, cycles)
+        return total, parts + extra
 
     def cycles(self, plan: Plan) -> float:
         """Return `cost`'s cycles alone (the pipeline's fast path, see PipelineModel.cycles)."""
-        cycles = self.pipeline.cycles(plan)
-        corr = self._correct(plan)
-        return cycles if corr is None else cycles + corr
+        return self._correct(plan, self.pipeline.cycles(plan))[0]
 
     @property
     def provenance(self) -> dict:
@@ -167,18 +195,19 @@ class AnchoredPipeline:
             out["anchors"] = provenance.table(self.table.path, rows="the formula rows of " + ", ".join(self.anchors))
         return out
 
-    def _correct(self, plan: Plan) -> float | None:
-        """The anchors' correction of the plan (None: no anchor), naming the model and its source accordingly."""
+    def _correct(self, plan: Plan, cycles: float) -> tuple[float, tuple[tuple[str, float], ...]]:
+        """The plan's cycles from the pipeline's `cycles` and its anchors, with the breakdown parts the anchors add,
+        naming the model and its source accordingly."""
         if not any(isinstance(p, VfProgram) for p in plan.body):  # an early return (an empty reduction) issues nothing
             self.name, self.source, self.source_note, self.group_note, self.anchors = "anchored", "", "", "", ()
-            return None
-        corr, self.anchors = self.correction(plan)
+            return cycles, ()
+        corr, self.anchors, prices = self.correction(plan)
         if not self.anchors:
             self.name, self.source = self.pipeline.name, ""
             self.source_note = (f"the pipeline simulation alone: no measured op of {plan.request.dtype.name} takes "
                                 "these tiles in this loop form to anchor it")
             self.group_note = self.source_note
-            return None
+            return cycles, ()
         self.name, self.source = "anchored", "anchors"
         req = plan.request
         where = "the same tiles"
@@ -193,4 +222,14 @@ class AnchoredPipeline:
         self.group_note = ("the pipeline simulation corrected by measured_op_correction, " +
                            what.format("the source tile, or the rows of it that fit" if req.family in REDUCE_FAMILIES
                                        else where))
-        return corr
+        total, extra = cycles + corr, ((CORRECTION, corr),)
+        inside = [(p, n) for p, n, c in zip(prices, self.anchors, self.contained(plan, self.anchors)) if c]
+        if inside:
+            floor, by = max(inside)
+            held = f"; never below the formula price of {', '.join(n for _, n in inside)}, whose per-chunk work it contains"
+            self.group_note += held
+            self.source_note += held
+            if floor > total:
+                self.source_note += f" (raised to {by}'s {floor:.1f})"
+                total, extra = floor, extra + ((FLOOR, floor - total),)
+        return total, extra

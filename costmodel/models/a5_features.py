@@ -95,6 +95,30 @@ def _chunk_body(body: tuple) -> tuple:
     return best[1]
 
 
+def chunk_work(plan: Plan) -> tuple[tuple[str, int], ...]:
+    """Return the work of a chunk of the plan (`_chunk_body` of each VF program): its loads, its stores and each
+    vector op, with their counts, sorted by name."""
+    from collections import Counter
+
+    work: Counter = Counter()
+    for prog in plan.body:
+        if isinstance(prog, VfProgram):
+            for ins in _chunk_body(prog.body):
+                unit = getattr(ins, "unit", "")
+                if unit in ("load", "store"):
+                    work[unit] += 1
+                elif unit == "vector":
+                    work[ins.op] += 1
+    return tuple(sorted(work.items()))
+
+
+def contains_work(big: tuple[tuple[str, int], ...], small: tuple[tuple[str, int], ...]) -> bool:
+    """Whether a chunk of work `big` (`chunk_work`) does all of `small`'s: every load, store and op at least as
+    often."""
+    have = dict(big)
+    return bool(small) and all(have.get(k, 0) >= n for k, n in small)
+
+
 def body_signature(plan: Plan) -> str:
     """Return what bounds a chunk of the plan's work: its loads and stores and its busiest compute unit with the
     number of ops on it — the SFU (exp, ln, sqrt, div) if any op uses it, else conversions, else the simple EXU ops

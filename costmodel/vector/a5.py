@@ -40,7 +40,7 @@ from ..lower.a5.dispatch import SELECT_VARIANTS
 from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..lower.alloc import buffers_end
 from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request
-from ..models.a5_features import body_signature
+from ..models.a5_features import body_signature, chunk_work, contains_work
 from ..models.a5_formula import A5FormulaModel, beyond_extent, extent_limits, key_of, lookup
 from ..models.a5_formula import cycles as formula_cycles
 from ..models.a5_pipeline import PipelineModel
@@ -176,6 +176,7 @@ class Anchor:
     params: tuple                     # (P, D) of its own A5 formula key
     buffers: tuple[tuple[int, int], ...]
     epr: int                          # its own elements per chunk (a conversion's can differ, §3 step 3)
+    contained: bool = False           # the op's chunk work contains the anchor's: the op is never priced below it
 
 
 @dataclass
@@ -263,8 +264,11 @@ class Prepared:
                 if len(sel):
                     c, cov = _pipeline(self.pipe, self.make, f.name, f.epr, sh.take(sel))
                     if f.anchors:
-                        corr, fit = self._correction(f, sh.take(sel))
+                        corr, fit, prices = self._correction(f, sh.take(sel))
                         c, cov = c + corr, cov & fit
+                        held = [i for i, x in enumerate(f.anchors) if x.contained]
+                        if held:  # models/a5_anchored: never below an anchor whose chunk work the op's contains
+                            c = np.fmax(c, np.fmax.reduce(prices[held], axis=0))
                     cyc[sel] = c
                     covered[sel] &= cov
             else:  # the formula model has no parameters for this form: the per-request path raises the error
@@ -292,18 +296,20 @@ class Prepared:
         chunks = cdiv(sh.vr * sh.vc, f.epr) if dim == "1d" else sh.vr * cdiv(sh.vc, f.epr)
         return beyond_extent(limits, chunks, sh.vr, dim).astype(np.int8)
 
-    def _correction(self, f: Form, sh: Shapes) -> tuple[np.ndarray, np.ndarray]:
+    def _correction(self, f: Form, sh: Shapes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return anchor_correction(self.pipe, self.make, f.name, f.anchors, sh, self.tables)
 
 
 def anchor_correction(pipe: PipelineModel, make, strategy: str, anchors: tuple[Anchor, ...], sh: Shapes,
-                      tables: dict) -> tuple[np.ndarray, np.ndarray]:
+                      tables: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mean formula - pipeline cycles of the anchors in `strategy` on each row's tiles, rows where every anchor fits
-    the unified buffer and was priced); the per-request path leaves out an anchor that does not fit, so those rows
-    go there. `make` builds the row's own request; `tables` keeps the anchors' dense formula tables."""
+    the unified buffer and was priced, each anchor's formula cycles (anchors, rows; NaN where not priced)); the
+    per-request path leaves out an anchor that does not fit, so those rows go there. `make` builds the row's own
+    request; `tables` keeps the anchors' dense formula tables."""
     total = np.zeros(len(sh.vr))
     ok = np.ones(len(sh.vr), dtype=bool)
-    for a in anchors:
+    prices = np.full((len(anchors), len(sh.vr)), np.nan)
+    for i, a in enumerate(anchors):
         def make_anchor(r, c, vr, vc, op=a.op):
             return anchor_request(op, make(r, c, vr, vc), strategy)
 
@@ -313,8 +319,9 @@ def anchor_correction(pipe: PipelineModel, make, strategy: str, anchors: tuple[A
             break
         p, cov = _pipeline(pipe, make_anchor, strategy, a.epr, sh.take(fit))
         ok[fit] &= cov
-        total[fit] += formula(*a.params, strategy, a.epr, sh.take(fit), tables.setdefault(("anchor", a.op), {})) - p
-    return total / max(len(anchors), 1), ok
+        prices[i, fit] = formula(*a.params, strategy, a.epr, sh.take(fit), tables.setdefault(("anchor", a.op), {}))
+        total[fit] += prices[i, fit] - p
+    return total / max(len(anchors), 1), ok, prices
 
 
 def warm_anchored(make, sh: Shapes, models) -> None:
@@ -355,17 +362,17 @@ def warm_anchored(make, sh: Shapes, models) -> None:
         sub = sh.take(rows)
         # per anchor: its difference where it fits the unified buffer (the per-request path leaves out one that
         # does not) and was priced; a row where a fitting anchor was not priced is left to the per-request path
-        diffs, fits, ok = [], [], np.ones(len(rows), dtype=bool)
+        diffs, fits, prices, ok = [], [], [], np.ones(len(rows), dtype=bool)
         for x in anchors:
             fit = ub_need(list(x.buffers), sub, _A.ub_align_bytes) <= _A.ub_bytes
-            d, priced = anchor_correction(anchored.pipeline, make, s, (x,), sub, tables)
+            d, priced, price = anchor_correction(anchored.pipeline, make, s, (x,), sub, tables)
             ok &= ~fit | priced
-            diffs.append(d), fits.append(fit)
-        D, F = np.array(diffs), np.array(fits)
+            diffs.append(d), fits.append(fit), prices.append(price[0])
+        D, F, P = np.array(diffs), np.array(fits), np.array(prices)
         for i in np.flatnonzero(ok).tolist():
             taken = np.flatnonzero(F[:, i])
-            hit = (float(D[taken, i].sum() / len(taken)), tuple(anchors[j].op for j in taken)) if len(taken) \
-                else (0.0, ())
+            hit = (float(D[taken, i].sum() / len(taken)), tuple(anchors[j].op for j in taken),
+                   tuple(float(P[j, i]) for j in taken)) if len(taken) else (0.0, (), ())
             try:
                 anchored.remember(make(*(int(v[i]) for v in sub)), s, hit)
             except PtoCostError:
@@ -390,9 +397,12 @@ def _formula_params(table, src: Request, strategy: str, extents: list | None = N
 
 def _anchors(rep: Request, strategy: str, table) -> tuple[Anchor, ...]:
     """The anchors the per-request path (AnchoredPipeline.correction) uses for `rep` in `strategy`: measured ops whose
-    own formula key prices them there."""
-    return tuple(Anchor(a.op, params, tuple((t.dtype.bits, 0) for _, t in a.tiles), plan.body[0].epr)
-                 for a, plan, params in anchor_plans(rep, strategy, table))
+    own formula key prices them there, marked where `rep`'s chunk work contains theirs (AnchoredPipeline.contained)."""
+    found = anchor_plans(rep, strategy, table)
+    own = chunk_work(lower_request(rep, strategy)) if rep.family not in REDUCE_FAMILIES else None
+    return tuple(Anchor(a.op, params, tuple((t.dtype.bits, 0) for _, t in a.tiles), plan.body[0].epr,
+                        own is not None and contains_work(own, chunk_work(plan)))
+                 for a, plan, params in found)
 
 
 CHUNK = 32768  # rows per evaluation of a formula-priced group: the temporaries stay in cache
