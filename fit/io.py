@@ -119,8 +119,12 @@ def check_writable(path: str | os.PathLike) -> str | os.PathLike:
         parent = parent.parent
     if not parent.is_dir():
         raise PtoCostError(f"cannot write {path}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise PtoCostError(f"cannot write {path}: the directory {parent} is not writable")
+    try:  # a file made and removed: os.access says yes to root on a pseudo-filesystem (/proc) that takes none
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=".pto-cost-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError:
+        raise PtoCostError(f"cannot write {path}: the directory {parent} is not writable") from None
     return path
 
 

@@ -784,6 +784,8 @@ def test_fit_refuses_what_it_cannot_do_before_fitting(tmp_path):
     ]
     if os.geteuid() != 0:  # root writes anywhere
         cases.append(([str(trace), "-o", str(locked / "x.csv")], "is not writable"))
+    if os.path.exists("/proc/self"):  # but not into procfs, though os.access says root may
+        cases.append(([str(trace), "--dry-run", "-o", "/proc/pto-cost-x.csv"], "is not writable"))
     for args, said in cases:
         r = subprocess.run([sys.executable, "-m", "cli", "fit", *args], capture_output=True, text=True, cwd=ROOT,
                            timeout=300)
