@@ -63,9 +63,9 @@ class Instruction:
                 sources = " ".join(dict.fromkeys(t.partition(">")[0] for t in pairs))
                 raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {sources}")
             if pairs and not plain:
-                what = "needs a destination dtype" if dst is None else f"does not convert {dt.name} to {dt.name}"
-                raise UnsupportedDtypeError(f"{self.name} {what} on {arch} (--dst-dtype); "
-                                            f"{self.conversion_targets(arch, dt)}")
+                what = ("needs a destination dtype" if dst is None else  # worded as operands_convert words it
+                        f"does not convert {dt.name} to {dt.name} on {arch}")
+                raise UnsupportedDtypeError(f"{self.name} {what} (--dst-dtype); {self.conversion_targets(arch, dt)}")
             raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {' '.join(toks)}")
         if not pairs:
             whose = "--dtype" if ELEMENTWISE_SOURCES.get(self.family) == () else "its source's type"

@@ -147,7 +147,8 @@ def test_bad_trace_files_are_one_line_exit_2(tmp_path):
     (["estimate", "TMINS", "--dtype", "f16"], "--shape"),
     (["estimate", "TMINS", "--shape", "64x64", "--nonsense"], "nonsense"),
     (["ops", "--family", "nope"], "unknown family"),
-    (["estimate", "TCVT", "--shape", "8x8", "--dtype", "f32", "--arch", "a5"], "f32 converts to f32 f16 bf16"),
+    (["estimate", "TCVT", "--shape", "8x8", "--dtype", "f32", "--arch", "a5"],
+     "TCVT needs a destination dtype (--dst-dtype); f32 converts to f32 f16 bf16"),
     (["estimate", "BlockReduceMin", "--dtype", "f16", "--mask", "x:y"], "expected HI:LO with two integers"),
     (["estimate", "TMINS", "--shape", "64x64", "--binary"], "binary applies to col_reduce ops, not TMINS"),
     (["verify", "TSUBS", "--shape", "8x64", "--dtype", "f32", "--order", "scalar_tile"], "order applies to TDIVS only"),
@@ -158,8 +159,8 @@ def test_bad_trace_files_are_one_line_exit_2(tmp_path):
     # the catalogue's pairs of the source, those without a model marked (A2/A3 f16 -> packed i4)
     (["estimate", "TCVT", "--shape", "8x256", "--dtype", "f16", "--dst-dtype", "f16"], "f16 converts to f32 i32 i16 "
      "i8 u8 i4 (not modelled) on a2a3"),
-    (["estimate", "TCVT", "--shape", "8x256", "--dtype", "f16", "--arch", "a5"], "f16 converts to f32 i32 i16 i8 u8 "
-     "hif8 on a5"),
+    (["estimate", "TCVT", "--shape", "8x256", "--dtype", "f16", "--arch", "a5"], "TCVT needs a destination dtype "
+     "(--dst-dtype); f16 converts to f32 i32 i16 i8 u8 hif8 on a5"),
     (["estimate", "TCVT", "--shape", "8x256", "--dtype", "e8m0", "--dst-dtype", "bf16"], "f16>i4 (not modelled)"),
     (["estimate", "BlockReduceMin", "--dtype", "f16", "--mask", "0:0"], "enables no lane"),
     (["estimate", "BlockReduceSum", "--dtype", "f32", "--mask", "0x5555"], "a bit mask is written HI:LO (e.g. 0:0x5555)"),
