@@ -1,5 +1,6 @@
 """The `pto-cost` command line: parse, call the library, render. Errors: one line on stderr, exit 2."""
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -750,7 +751,6 @@ def _check_fit_outputs(model: str, output: str, pipeline_output: str) -> None:
 
 
 def _load_spec(path: str) -> dict:
-    import json
     from pathlib import Path
 
     from costmodel.errors import PtoCostError
@@ -846,7 +846,7 @@ def sweep_cmd(
     if model is None:  # --model overrides the spec's; a spec's null or blank model is auto
         given = spec_doc.get("model")
         try:
-            model = _model_name(given if isinstance(given, str) or given is None else repr(given))
+            model = _model_name(given if isinstance(given, str) or given is None else json.dumps(given, default=str))
         except PtoCostError as exc:
             raise PtoCostError(f"sweep spec: `model`: {exc}") from None
     grid = expand(spec_doc)

@@ -62,19 +62,20 @@ class Instruction:
             if pairs and not plain and dt.name not in {t.partition(">")[0] for t in pairs}:
                 sources = " ".join(dict.fromkeys(t.partition(">")[0] for t in pairs))
                 raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {sources}")
-            if pairs and not plain:
-                what = ("needs a destination dtype" if dst is None else  # worded as operands_convert words it
-                        f"does not convert {dt.name} to {dt.name} on {arch}")
-                raise UnsupportedDtypeError(f"{self.name} {what} (--dst-dtype); {self.conversion_targets(arch, dt)}")
-            raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: {' '.join(toks)}")
+            if pairs and not plain and dst is None:  # worded as operands_convert words it
+                raise UnsupportedDtypeError(f"{self.name} needs a destination dtype (--dst-dtype); "
+                                            f"{self.conversion_targets(arch, dt)}")
+            if not (pairs and not plain):
+                raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: "
+                                            f"{' '.join(toks)}")
         if not pairs:
             whose = "--dtype" if ELEMENTWISE_SOURCES.get(self.family) == () else "its source's type"
             raise UnsupportedDtypeError(f"{self.name} is modelled with dst of {whose}: it takes no "
                                         f"--dst-dtype (got {dt.name} to {dst.name}); accepted dtypes on {arch}: "
                                         f"{' '.join(toks)}")
         if f"{dt.name}>{dst.name}" not in pairs:
-            raise UnsupportedDtypeError(f"{self.name} does not convert {dt.name} to {dst.name} on {arch} "
-                                        f"(--dst-dtype); {self.conversion_targets(arch, dt)}")
+            raise UnsupportedDtypeError(f"{self.name} does not convert {dt.name} to {dst.name} (--dst-dtype); "
+                                        f"{self.conversion_targets(arch, dt)}")
 
     def conversion_targets(self, arch: str, src: DType) -> str:
         """What `src` converts to on `arch` (those without a model marked), or, for a type that is no source there,
@@ -85,7 +86,7 @@ class Instruction:
         dsts = self.destinations(arch, src.name)
         if not dsts:
             pairs = [t if t in ok else f"{t} (not modelled)" for t in self.dtypes_on(arch) if ">" in t]
-            return f"accepted pairs: {' '.join(pairs)}"
+            return f"accepted pairs on {arch}: {' '.join(pairs)}"
         shown = [d if f"{src.name}>{d}" in ok else f"{d} (not modelled)" for d in dsts]
         return f"{src.name} converts to {' '.join(shown)} on {arch}"
 

@@ -18,12 +18,14 @@ model that priced the row (A5 `auto`: `formula` where the key has parameters, el
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .models import registry
+from .vector import Block
 from .vector.frame import SHAPE_COLUMNS, Frame
 from .vector.frame import asked as _asked
 from .vector.frame import groups as _groups
@@ -90,7 +92,7 @@ def lower_key(values: dict[str, Any]) -> tuple[dict[str, Any], str, str, tuple[s
         req = make_request(**kw)
         default, table = lower.strategies(req)
         plans = {}
-        for s in lower.legal_strategies(req):
+        for s in lower.legal_of(default, table):
             forced = req.with_strategy(s)
             plans[s] = lower.lower(forced, lower.resolve_strategy(forced)[0])
         return plans, default, "", tuple(s for s, why in table.items() if why is not None)
@@ -159,14 +161,16 @@ def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> R
         idx = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
         sh = shape_arrays.take(rows)
         block = None
-        if vectorised:
-            def make(r, c, vr, vc, values=values):
-                return make_request(**request_kwargs(values, r, c, vr, vc))
 
-            block = priced.get(values, sh, make)
+        def make(r, c, vr, vc, values=values):
+            return make_request(**request_kwargs(values, r, c, vr, vc))
+
+        known = functools.cache(functools.partial(_strategy_names, make))
+        if vectorised:
+            block, key = priced.get(values, sh, make)
             if block is None:
                 block = closed_form(make, sh, models)
-                priced.put(values, sh, block)
+                priced.put(key, sh, block)
         if block is None:
             rest = np.arange(len(idx))
         else:
@@ -175,7 +179,7 @@ def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> R
             if err is not None:
                 at = idx[err.rows]
                 codes = np.array([entries.strings.code(msg) for msg in err.messages], dtype=np.int32)[err.code]
-                entries.add_errors(at, ask_codes[at], codes)
+                entries.add_errors(at, ask_codes[at], codes, known)
             if not len(rest) and err is None:  # the whole group
                 cov, at = slice(None), rows
             else:
@@ -185,7 +189,7 @@ def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> R
                 cov = np.flatnonzero(keep)
                 at = idx[cov]
             if block.note:
-                entries.add_errors(at, ask_codes[at], block.note)
+                entries.add_errors(at, ask_codes[at], block.note, known)
             else:
                 notes = caveats(make, sh, block, models, tuple((k, str(v)) for k, v in values.items()))
                 entries.add(at, ask_codes[at], block.strategies, block.cycles[:, cov], block.legal[:, cov],
@@ -197,57 +201,72 @@ def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> R
 
                 warm_anchored(make, sh.take(rest), models)
             done = _per_request(values, idx[rest], sh.take(rest), ask_codes, entries, models, progress, done, n,
-                                warm=vectorised)
+                                warm=vectorised, known=known)
         if progress is not None:
             progress(done, n)
     return entries.results(n)
 
 
 class _Reused:
-    """Closed-form blocks of the groups that differ in a scalar operand's value only, on the same shapes: that value
+    """Closed-form blocks of the groups that differ in a scalar operand's value only, on the same shapes. The value
     selects no instruction of a closed-form program (an A2/A3 `@hook` sequence, which may branch on it, has no closed
-    form), so one block serves them all; a value the op refuses is caught by building the group's request."""
+    form) but may equal a literal the program sets anyway, which then takes no scalar register of its own (TLRELU's
+    0, TDIVS's 1: one `smov` fewer); so a block is shared by the groups whose representative plan issues the same
+    instructions. A value the op refuses is caught by building that plan."""
 
     KEPT = 16  # groups held (their blocks' arrays)
 
     def __init__(self):
-        self._held: dict[tuple, tuple] = {}
+        self._blocks: dict[tuple, tuple] = {}
 
-    @staticmethod
-    def _key(values: dict) -> tuple | None:
-        return tuple((k, str(v)) for k, v in values.items() if k != "scalar") if "scalar" in values else None
-
-    def get(self, values: dict, sh, make):
-        """The block of an earlier group like this one on the same shapes, or None."""
+    def get(self, values: dict, sh, make) -> tuple[Block | None, tuple | None]:
+        """(the block of an earlier group like this one on the same shapes, or None; the group's key for `put`)."""
+        from . import lower
         from .errors import PtoCostError
         from .vector import REP_SHAPE
 
-        held = self._held.get(self._key(values))
-        if held is None or not all(np.array_equal(a, b) for a, b in zip(held[0], sh)):
-            return None
+        if "scalar" not in values:
+            return None, None
         try:
-            make(REP_SHAPE[0], REP_SHAPE[1], REP_SHAPE[0], REP_SHAPE[1])  # as closed_form checks its group
+            counts = lower.lower(make(REP_SHAPE[0], REP_SHAPE[1], REP_SHAPE[0], REP_SHAPE[1])).counts()
         except PtoCostError:
-            return None
-        return held[1]
+            return None, None
+        key = (tuple((k, str(v)) for k, v in values.items() if k != "scalar"), tuple(sorted(counts.items())))
+        found = self._blocks.get(key)
+        if found is None or not all(np.array_equal(a, b) for a, b in zip(found[0], sh)):
+            return None, key
+        return found[1], key
 
-    def put(self, values: dict, sh, block) -> None:
-        """Hold a group's block (not a group without one: its next value may be one the op accepts)."""
-        key = self._key(values)
+    def put(self, key: tuple | None, sh, block: Block | None) -> None:
+        """Hold a group's block under its key from `get` (not a group without one)."""
         if key is None or block is None:
             return
-        if len(self._held) >= self.KEPT and key not in self._held:
-            self._held.pop(next(iter(self._held)))
-        self._held[key] = (sh, block)
+        if len(self._blocks) >= self.KEPT and key not in self._blocks:
+            self._blocks.pop(next(iter(self._blocks)))
+        self._blocks[key] = (sh, block)
 
 
 PER_REQUEST_BATCH = 512  # distinct requests lowered before they are priced (their plans held at once)
 
 
+def _strategy_names(make) -> tuple[str, ...]:
+    """Every strategy of the group's op (legal or not) at the representative shape, () where it has no request
+    there: what a refused row's named strategy is spelled as, alike on both paths."""
+    from . import lower
+    from .errors import PtoCostError
+    from .vector import REP_SHAPE
+
+    try:
+        return tuple(lower.strategies(make(REP_SHAPE[0], REP_SHAPE[1], REP_SHAPE[0], REP_SHAPE[1]))[1])
+    except PtoCostError:
+        return ()
+
+
 def _per_request(values, idx, sh, ask_codes, entries: Entries, models: Models, progress, done: int, total: int,
-                 warm: bool = False) -> int:
+                 warm: bool = False, known=None) -> int:
     """Cost rows by lowering each distinct request once; returns the updated count of rows done. With `warm`, the
-    pipeline simulations a batch of requests needs run first, batched by loop structure (PipelineModel.warm)."""
+    pipeline simulations a batch of requests needs run first, batched by loop structure (PipelineModel.warm);
+    `known()` gives the op's strategies, as `_strategy_names`."""
     stacked = np.stack(list(sh), axis=1)
     uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
     inv = inv.ravel()
@@ -266,7 +285,7 @@ def _per_request(values, idx, sh, ask_codes, entries: Entries, models: Models, p
             table, default, note = price_plans(plans, default, note, models)
             rows = idx[members_of[k]]
             if not table:
-                entries.add_errors(rows, ask_codes[rows], note)
+                entries.add_errors(rows, ask_codes[rows], note, known)
             else:
                 # the illegal strategies go along (never priced) so that a row naming one is answered as the
                 # closed form answers it, under the strategy's own spelling

@@ -109,7 +109,7 @@ def check_writable(path: str | os.PathLike) -> str | os.PathLike:
     """Return `path` if a file can be written there atomically: not a directory or a device, in a directory that
     exists and is writable or can be created; PtoCostError naming the problem otherwise (checked before long work, so
     a fit does not run for a minute and then fail to write)."""
-    target = Path(_not_a_directory(path))
+    target = Path(os.path.realpath(_not_a_directory(path)))  # a link is written where it points (atomic_paths)
     if target.exists() and not target.is_file():
         raise PtoCostError(f"output path {path} is not a regular file; give a file name")
     if target.exists() and not os.access(target, os.W_OK):  # replacing it would need only the directory writable

@@ -786,6 +786,9 @@ def test_fit_refuses_what_it_cannot_do_before_fitting(tmp_path):
         cases.append(([str(trace), "-o", str(locked / "x.csv")], "is not writable"))
     if os.path.exists("/proc/self"):  # but not into procfs, though os.access says root may
         cases.append(([str(trace), "--dry-run", "-o", "/proc/pto-cost-x.csv"], "is not writable"))
+        link = tmp_path / "adir" / "link.csv"  # nor through a link to it: the file is written where the link points
+        link.symlink_to("/proc/pto-cost-x.csv")
+        cases.append(([str(trace), "--dry-run", "-o", str(link)], "the directory /proc is not writable"))
     for args, said in cases:
         r = subprocess.run([sys.executable, "-m", "cli", "fit", *args], capture_output=True, text=True, cwd=ROOT,
                            timeout=300)

@@ -375,6 +375,14 @@ def test_groups_differing_in_the_scalar_only_are_priced_once(monkeypatch):
     assert fast.loc[~refused | (fast["op"] == "TAXPY"), "cycles"].notna().all()
     # i16: the first value and the refused one; TAXPY f32 (100000 fits): its first value only
     assert len(calls) == 2 + 2 + 1
+    # a value equal to a literal the program sets anyway shares its scalar register (one smov fewer): not shared
+    frame = pd.DataFrame([{"op": op, "dtype": "f32", "arch": "a5", "rows": r, "cols": 64, "scalar": s}
+                          for op, values in (("TLRELU", (0.5, 0, 2)), ("TDIVS", (2, 1, 3))) for s in values
+                          for r in (1, 64)])
+    for model in ("auto", "pipeline"):
+        fast = sweep(frame, model=model)
+        pd.testing.assert_frame_equal(fast, sweep(frame, model=model, vectorised=False), **SAME_VALUES)
+        assert fast.loc[(fast["op"] == "TLRELU") & (fast["rows"] == 64), "cycles"].nunique() == 2
 
 
 def test_the_floor_at_a_contained_anchor_is_priced_alike_on_both_paths():
@@ -474,6 +482,17 @@ def test_named_strategies_match_case_insensitively_and_illegal_ones_say_what_is_
     rpt, count = (estimate("TMINS", "64x64", "f16", valid="64x60", strategy=s, verify=False).cycles
                   for s in ("2LNormRowRpt", "2LCount"))
     assert (out["best"].iloc[1:] == ("2LCount" if count < rpt else "2LNormRowRpt")).all()
+
+
+def test_a_refused_row_spells_a_strategy_of_its_op_as_the_op_does():
+    """A row refused for another reason (the unified buffer, a bad scalar) keeps the strategy it named, spelled as the
+    op spells it, so a group-by sees one strategy; a name the op does not have is kept as given."""
+    frame = pd.DataFrame({"op": "TMINS", "dtype": "f16", "rows": [8, 1024, 8, 8], "cols": [64, 1024, 64, 64],
+                          "strategy": ["1lnorm", "1lnorm", "1lnorm", "Bogus"], "scalar": ["1", "1", "1e9", "1"]})
+    fast = sweep(frame)
+    pd.testing.assert_frame_equal(fast, sweep(frame, vectorised=False), **SAME_VALUES)
+    assert fast["strategy"].tolist() == ["1LNorm", "1LNorm", "1lnorm", "Bogus"]  # 1e9: no TMINS f16 request at all
+    assert fast["cycles"].iloc[1:].isna().all() and "unified buffer" in fast["note"].iloc[1]
 
 
 def test_default_and_all_are_keywords_in_any_letter_case(monkeypatch):

@@ -47,7 +47,11 @@ def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
 
 def legal_strategies(req: Request) -> tuple[str, ...]:
     """Return the legal strategies, default first."""
-    default, table = strategies(req)
+    return legal_of(*strategies(req))
+
+
+def legal_of(default: str, table: dict[str, str | None]) -> tuple[str, ...]:
+    """Return the legal strategies of a `strategies` answer, default first."""
     return (default, *(k for k, v in table.items() if v is None and k != default))
 
 

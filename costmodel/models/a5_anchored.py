@@ -226,9 +226,10 @@ class AnchoredPipeline:
         inside = [(p, n) for p, n, c in zip(prices, self.anchors, self.contained(plan, self.anchors)) if c]
         if inside:
             floor, by = max(inside)
-            held = f"; never below the formula price of {', '.join(n for _, n in inside)}, whose per-chunk work it contains"
-            self.group_note += held
-            self.source_note += held
+            floor_note = (f"; never below the formula price of {', '.join(n for _, n in inside)}, whose per-chunk "
+                          "work it contains")
+            self.group_note += floor_note
+            self.source_note += floor_note
             if floor > total:
                 self.source_note += f" (raised to {by}'s {floor:.1f})"
                 total, extra = floor, extra + ((FLOOR, floor - total),)

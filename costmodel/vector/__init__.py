@@ -155,8 +155,8 @@ def caveats(make: MakeRequest, shapes: Shapes, block: Block, models, group: tupl
     `group_note` the per-request path's model gives the first such row, so both paths note a row alike.
 
     The note depends on the group (`group`: what its requests share, but a scalar operand's value, which selects no
-    instruction of a closed-form group's program), the strategy, the signature and the parameter table only, so it
-    is kept across sweeps (and their partitions) while the table is."""
+    instruction a note names: at most it shares a scalar register with a literal, sweep._Reused), the strategy, the
+    signature and the parameter table only, so it is kept across sweeps (and their partitions) while the table is."""
     from ..lower import lower
     from ..models.auto import cycles_of, group_note
     from ..models.params import shipped

@@ -266,9 +266,9 @@ class Prepared:
                     if f.anchors:
                         corr, fit, prices = self._correction(f, sh.take(sel))
                         c, cov = c + corr, cov & fit
-                        held = [i for i, x in enumerate(f.anchors) if x.contained]
-                        if held:  # models/a5_anchored: never below an anchor whose chunk work the op's contains
-                            c = np.fmax(c, np.fmax.reduce(prices[held], axis=0))
+                        floors = [i for i, x in enumerate(f.anchors) if x.contained]
+                        if floors:  # models/a5_anchored: never below an anchor whose chunk work the op's contains
+                            c = np.fmax(c, np.fmax.reduce(prices[floors], axis=0))
                     cyc[sel] = c
                     covered[sel] &= cov
             else:  # the formula model has no parameters for this form: the per-request path raises the error

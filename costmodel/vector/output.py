@@ -123,6 +123,13 @@ class Entries:
         return np.array([ASK_DEFAULT if a == "default" else ASK_ALL if a == "all" else lower.get(a.lower(), ASK_UNKNOWN)
                          for a in self.asked], dtype=np.int64)
 
+    def _spelled(self, strategies: tuple[str, ...]) -> np.ndarray:
+        """Per distinct asked value: the code of the strategy of `strategies` it names in any letter case, else its
+        own."""
+        ask = self._ask_index(strategies)
+        return np.array([self.strings.code(strategies[k]) if k >= 0 else c for k, c in zip(ask, self.asked_code)],
+                        dtype=np.int32)
+
     def _part(self, rows, **fields) -> None:
         self.parts.append({"rows": rows, **fields})
 
@@ -190,13 +197,16 @@ class Entries:
                        note=cc[s] if nc is None else table[nc[s, many[r]]])
             self.expanded = True
 
-    def add_errors(self, rows, asked: np.ndarray, note: str | np.ndarray) -> None:
+    def add_errors(self, rows, asked: np.ndarray, note: str | np.ndarray, known=None) -> None:
         """One entry per row: NaN cycles and the reason (one message, or interned codes per row); the strategy is
-        kept when a name was asked for."""
+        kept when a name was asked for, spelled as the op's own (`known()`: its strategies) where it is one."""
         m = len(asked)
         if m == 0:
             return
-        strat = np.where(self.named[asked], self.asked_code[asked], 0)
+        spelled = self.asked_code
+        if known is not None and self.named[asked].any():
+            spelled = self._spelled(known())
+        strat = np.where(self.named[asked], spelled[asked], 0)
         code = self.strings.code(note) if isinstance(note, str) else note
         self._part(rows, cycles=np.nan, strategy=strat, model=0, default=False, best=0, note=code)
 
