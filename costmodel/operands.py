@@ -120,10 +120,13 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     """Return a checked Request for `op` over tiles of `shape` (RxC) and element type `dtype`.
 
     Raises a PtoCostError subclass (one-line message) for an unknown op, an unsupported dtype on the arch,
-    a malformed shape, a valid region outside the tile, or an illegal parameter.
+    a malformed shape, a valid region outside the tile, or an illegal parameter. A `strategy` of `default` (any
+    letter case), as a sweep reads it, is the implementation's choice, as is none.
     """
     inst = instruction(op)
     arch = check_arch(arch)
+    if strategy is not None and strategy.lower() == "default":
+        strategy = None
     dt = as_dtype(dtype)
     dst_dt = as_dtype(dst_dtype) if dst_dtype else None
     if inst.family == "data_movement" and dst_dt is not None and dst_dt != dt:

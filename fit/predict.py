@@ -58,6 +58,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
         # a measured row that overflows the unified buffer ran in place (trace_request); an unmeasured one is as given
         key = (tuple(sorted((k, str(v)) for k, v in kw.items())), cell_text(row.get("measured_cycles", "")) != "")
         if key not in cache:
+            req = None
             try:
                 req, how = trace_request(row, kw)
                 strategy = lower.resolve_strategy(req)[0]
@@ -66,13 +67,13 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
                 price = cycles_of(m, plan)
                 caveat = getattr(m, "source_note", "")  # the model's caveats, as `estimate` notes them
                 cache[key] = (price, strategy, m.name, "; ".join(x for x in (how, caveat) if x))
-            except PtoCostError as exc:
-                cache[key] = (np.nan, "", "", trace_wording(str(exc)))
+            except PtoCostError as exc:  # a strategy the op has is spelled as the op spells it, priced or not
+                cache[key] = (np.nan, lower.spelled(req) if req is not None else "", "", trace_wording(str(exc)))
             except Exception as exc:  # a bulk path never aborts on one row
                 cache[key] = (np.nan, "", "", f"internal error: {type(exc).__name__}: {exc}")
         got, strategy, used[i], why = cache[key]
         pred[i] = got
-        if got == got:
+        if strategy:
             strat[i] = strategy
         note[i] = "; ".join(x for x in (measured, why, unread if got == got else "") if x)  # its own problem first
     if progress is not None:

@@ -374,9 +374,10 @@ def test_rows_saying_not_in_place_and_typed_flag_columns(tmp_path):
 
 def test_predict_prices_rows_whose_measurement_is_wrong_and_keeps_the_asked_strategy(tmp_path):
     # predicting reads no measurement: a bad or conflicting measured_cycles is the row's note, not a refusal; a row
-    # that cannot be priced keeps the strategy it asked for, so predicting the output again asks the same
+    # that cannot be priced keeps the strategy it asked for (spelled as the op spells it, so a group-by sees one
+    # strategy), so predicting the output again asks the same; `default` in any case is the implementation's choice
     p = write(tmp_path, "a5,TADD,fp32,4,64,4,64,abc,\na5,TADD,fp32,8,64,8,64,60,\na5,TADD,fp32,8,64,8,64,70,\n"
-                        "a5,TADD,fp32,4,64,4,60,55,1d-post-update\n",
+                        "a5,TADD,fp32,4,64,4,60,55,1D-Post-Update\na5,TADD,fp32,4,64,4,60,,Default\n",
               header="arch,op,dtype,rows,cols,valid_rows,valid_cols,measured_cycles,strategy\n")
     out = predict_frame(read_trace(p))
     assert np.isfinite(out["predicted_cycles"][:3]).all()
@@ -384,6 +385,7 @@ def test_predict_prices_rows_whose_measurement_is_wrong_and_keeps_the_asked_stra
     assert "conflicting duplicates" in out.loc[1, "note"] and "conflicting duplicates" in out.loc[2, "note"]
     assert np.isnan(out.loc[3, "predicted_cycles"]) and "illegal" in out.loc[3, "note"]
     assert out.loc[3, "strategy"] == "1d-post-update"
+    assert out.loc[4, "strategy"] == "2d-no-post-update" and np.isfinite(out.loc[4, "predicted_cycles"])
     again = predict_frame(out.drop(columns=["line"], errors="ignore"))
     assert np.isnan(again.loc[3, "predicted_cycles"]) and again.loc[3, "strategy"] == "1d-post-update"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 
 from ..catalog import ELEMENTWISE
-from ..errors import NotModelledError, StrategyError
+from ..errors import NotModelledError, PtoCostError, StrategyError
 from ..plan import Plan
 from ..request import Request
 
@@ -76,6 +76,18 @@ def pick_strategy(req: Request, default: str, table: dict[str, str | None]) -> t
         ok = ", ".join(k for k, v in table.items() if v is None)
         raise StrategyError(f"strategy {match} is illegal for this {req.op} request: {table[match]}; legal: {ok}")
     return match, "forced"
+
+
+def spelled(req: Request) -> str:
+    """Return the strategy `req` names as its op spells it (matched in any letter case), or "" where it names none
+    or one the op does not have."""
+    if req.strategy is None:
+        return ""
+    try:
+        table = strategies(req)[1]
+    except PtoCostError:
+        return ""
+    return {k.lower(): k for k in table}.get(req.strategy.lower(), "")
 
 
 def lower(req: Request, strategy: str | None = None) -> Plan:
