@@ -55,7 +55,7 @@ def _root(version: Annotated[bool, typer.Option("--version", metavar="", is_eage
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON document on stdout instead of a table.")]
-StrategyOpt = Annotated[Optional[str], typer.Option("--strategy", help="Force an emission strategy (see `compare`).")]
+StrategyOpt = Annotated[Optional[str], typer.Option("--strategy", help="Force an emission strategy (see `compare`; `default`: the implementation's choice, as without the option).")]
 def _model_name(name: str) -> str:
     from costmodel.models.registry import check_name
 
@@ -257,8 +257,9 @@ def verify(
     from . import render
 
     kw = _kwargs(req)
-    r = request(op, kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None), strategy=None if strategy == "all" else strategy, **kw)
-    names = lower.legal_strategies(r) if strategy == "all" else (lower.resolve_strategy(r)[0],)
+    every = strategy is not None and strategy.lower() == "all"
+    r = request(op, kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None), strategy=None if every else strategy, **kw)
+    names = lower.legal_strategies(r) if every else (lower.resolve_strategy(r)[0],)
     results = []
     for s in names:
         v = run_verify(lower.lower(r, s), seed=seed)
