@@ -223,12 +223,12 @@ class _Reused:
         """(the block of an earlier group like this one on the same shapes, or None; the group's key for `put`)."""
         from . import lower
         from .errors import PtoCostError
-        from .vector import REP_SHAPE
+        from .vector import representative
 
         if "scalar" not in values:
             return None, None
         try:
-            counts = lower.lower(make(REP_SHAPE[0], REP_SHAPE[1], REP_SHAPE[0], REP_SHAPE[1])).counts()
+            counts = lower.lower(representative(make)).counts()
         except PtoCostError:
             return None, None
         key = (tuple((k, str(v)) for k, v in values.items() if k != "scalar"), tuple(sorted(counts.items())))
@@ -254,10 +254,10 @@ def _strategy_names(make) -> tuple[str, ...]:
     there: what a refused row's named strategy is spelled as, alike on both paths."""
     from . import lower
     from .errors import PtoCostError
-    from .vector import REP_SHAPE
+    from .vector import representative
 
     try:
-        return tuple(lower.strategies(make(REP_SHAPE[0], REP_SHAPE[1], REP_SHAPE[0], REP_SHAPE[1]))[1])
+        return tuple(lower.strategies(representative(make))[1])
     except PtoCostError:
         return ()
 

@@ -66,7 +66,7 @@ def pick_strategy(req: Request, default: str, table: dict[str, str | None]) -> t
     raises StrategyError for an unknown or illegal name."""
     if req.strategy is None:
         return default, "default"
-    match = {k.lower(): k for k in table}.get(req.strategy.lower())
+    match = _named(req.strategy, table)
     if match is None:
         legal = [k for k, v in table.items() if v is None]
         here = f" (legal for this request: {', '.join(legal)})" if len(legal) < len(table) else ""
@@ -87,7 +87,12 @@ def spelled(req: Request) -> str:
         table = strategies(req)[1]
     except PtoCostError:
         return ""
-    return {k.lower(): k for k in table}.get(req.strategy.lower(), "")
+    return _named(req.strategy, table) or ""
+
+
+def _named(name: str, table) -> str | None:
+    """The strategy of `table` that `name` names in any letter case, or None."""
+    return {k.lower(): k for k in table}.get(name.lower())
 
 
 def lower(req: Request, strategy: str | None = None) -> Plan:

@@ -96,6 +96,11 @@ class Errors:
 MakeRequest = Callable[[int, int, int, int], Request]
 
 
+def representative(make: MakeRequest) -> Request:
+    """Return the group's request at REP_SHAPE, all of it valid (raises PtoCostError where the group has none)."""
+    return make(REP_SHAPE[0], REP_SHAPE[1], REP_SHAPE[0], REP_SHAPE[1])
+
+
 def closed_form(make: MakeRequest, shapes: Shapes, models) -> Block | None:
     """Return the Block of a group, or None when the group has no closed form.
 
@@ -103,7 +108,7 @@ def closed_form(make: MakeRequest, shapes: Shapes, models) -> Block | None:
     model instance per arch (`models.get(arch)`, raising PtoCostError for a model the arch does not have).
     """
     try:
-        rep = make(REP_SHAPE[0], REP_SHAPE[1], REP_SHAPE[0], REP_SHAPE[1])
+        rep = representative(make)
     except PtoCostError:
         return None
     if rep.family not in VECTOR_FAMILIES + ARCH_FAMILIES.get(rep.arch, ()) or not _uniform(rep):
