@@ -58,7 +58,6 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
         # a measured row that overflows the unified buffer ran in place (trace_request); an unmeasured one is as given
         key = (tuple(sorted((k, str(v)) for k, v in kw.items())), cell_text(row.get("measured_cycles", "")) != "")
         if key not in cache:
-            req = None
             try:
                 req, how = trace_request(row, kw)
                 strategy = lower.resolve_strategy(req)[0]
@@ -67,13 +66,13 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
                 price = cycles_of(m, plan)
                 caveat = getattr(m, "source_note", "")  # the model's caveats, as `estimate` notes them
                 cache[key] = (price, strategy, m.name, "; ".join(x for x in (how, caveat) if x))
-            except PtoCostError as exc:  # a strategy the op has is spelled as the op spells it, priced or not
-                cache[key] = (np.nan, lower.spelled(req) if req is not None else "", "", trace_wording(str(exc)))
+            except PtoCostError as exc:
+                cache[key] = (np.nan, _spelled(kw), "", trace_wording(str(exc)))
             except Exception as exc:  # a bulk path never aborts on one row
                 cache[key] = (np.nan, "", "", f"internal error: {type(exc).__name__}: {exc}")
         got, strategy, used[i], why = cache[key]
         pred[i] = got
-        if strategy:
+        if strategy or str(strat[i]).lower() in ("default", "all"):
             strat[i] = strategy
         note[i] = "; ".join(x for x in (measured, why, unread if got == got else "") if x)  # its own problem first
     if progress is not None:
@@ -89,3 +88,16 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
     # rows whose measured_cycles is wrong or conflicts with a duplicate's: priced, but nothing to score against
     out.attrs["measured_problems"] = sorted({p.line for p in problems if p.column == "measured_cycles"})
     return out
+
+
+def _spelled(kw: dict) -> str:
+    """The strategy a refused row names, as its op spells it: matched among the op's strategies at the
+    representative shape, as a sweep matches it; "" where the row names none the op has there."""
+    from costmodel import lower
+    from costmodel.operands import make_request
+    from costmodel.vector import REP_SHAPE
+
+    try:
+        return lower.spelled(make_request(**{**kw, "shape": REP_SHAPE, "valid": REP_SHAPE}))
+    except PtoCostError:
+        return ""

@@ -179,8 +179,9 @@ class Entries:
             notes = []
             for a, b, d in uniq.tolist():
                 names = [strategies[d]] + [s for i, s in enumerate(strategies) if b >> i & 1 and i != d]
-                named = strategies[ask[a]] if ask[a] >= 0 else self.asked[a]
-                notes.append(self.strings.code(f"strategy {named} is not legal here; legal: {', '.join(names)}"))
+                said = (f"strategy {strategies[ask[a]]} is not legal here" if ask[a] >= 0 else
+                        f"unknown strategy {self.asked[a]!r}")
+                notes.append(self.strings.code(f"{said}; legal: {', '.join(names)}"))
             kb = k[bad]  # a strategy the op has, illegal at these points, is written under its own spelling
             spelled = np.where(kb >= 0, sc[np.maximum(kb, 0)], self.asked_code[asked[bad]])
             self._part(rows[bad], cycles=np.nan, strategy=spelled, model=0,
