@@ -121,11 +121,11 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
 
     Raises a PtoCostError subclass (one-line message) for an unknown op, an unsupported dtype on the arch,
     a malformed shape, a valid region outside the tile, or an illegal parameter. A `strategy` of `default` (any
-    letter case), as a sweep reads it, is the implementation's choice, as is none.
+    letter case) or blank, as a sweep reads it, is the implementation's choice, as is none.
     """
     inst = instruction(op)
     arch = check_arch(arch)
-    if strategy is not None and strategy.lower() == "default":
+    if strategy is not None and strategy.strip().lower() in ("", "default"):
         strategy = None
     dt = as_dtype(dtype)
     dst_dt = as_dtype(dst_dtype) if dst_dtype else None
