@@ -95,9 +95,10 @@ def _spelled(kw: dict) -> str:
     representative shape, as a sweep matches it; "" where the row names none the op has there."""
     from costmodel import lower
     from costmodel.operands import make_request
-    from costmodel.vector import REP_SHAPE
+    from costmodel.vector import representative
 
     try:
-        return lower.spelled(make_request(**{**kw, "shape": REP_SHAPE, "valid": REP_SHAPE}))
+        return lower.spelled(representative(lambda r, c, vr, vc: make_request(**{**kw, "shape": (r, c),
+                                                                                  "valid": (vr, vc)})))
     except PtoCostError:
         return ""

@@ -123,10 +123,10 @@ class Entries:
         return np.array([ASK_DEFAULT if a == "default" else ASK_ALL if a == "all" else lower.get(a.lower(), ASK_UNKNOWN)
                          for a in self.asked], dtype=np.int64)
 
-    def _spelled(self, strategies: tuple[str, ...]) -> np.ndarray:
+    def _spelled(self, strategies: tuple[str, ...], ask: np.ndarray | None = None) -> np.ndarray:
         """Per distinct asked value: the code of the strategy of `strategies` it names in any letter case, else its
-        own."""
-        ask = self._ask_index(strategies)
+        own (`ask`: `_ask_index(strategies)`, where already known)."""
+        ask = self._ask_index(strategies) if ask is None else ask
         return np.array([self.strings.code(strategies[k]) if k >= 0 else c for k, c in zip(ask, self.asked_code)],
                         dtype=np.int32)
 
@@ -182,9 +182,7 @@ class Entries:
                 said = (f"strategy {strategies[ask[a]]} is not legal here" if ask[a] >= 0 else
                         f"unknown strategy {self.asked[a]!r}")
                 notes.append(self.strings.code(f"{said}; legal: {', '.join(names)}"))
-            kb = k[bad]  # a strategy the op has, illegal at these points, is written under its own spelling
-            spelled = np.where(kb >= 0, sc[np.maximum(kb, 0)], self.asked_code[asked[bad]])
-            self._part(rows[bad], cycles=np.nan, strategy=spelled, model=0,
+            self._part(rows[bad], cycles=np.nan, strategy=self._spelled(strategies, ask)[asked[bad]], model=0,
                        default=False, best=best_code[bad], note=np.array(notes, dtype=np.int32)[inv.ravel()])
         many = np.flatnonzero(~single)
         if len(many):
