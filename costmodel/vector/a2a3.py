@@ -51,6 +51,7 @@ from . import (
     fdiv,
     fmod,
     mask_row_bits,
+    nan_unless,
     narrow_all,
     placed,
     screen,
@@ -420,7 +421,7 @@ class Prepared:
                     row[sel] = part
                     iss[sel] = i
             if lg is not True:
-                np.copyto(row, np.nan, where=~lg)
+                nan_unless(lg, row)
             out.legal[j, idx] = lg
             if not whole:
                 out.cycles[j, idx] = row

@@ -54,6 +54,7 @@ from . import (
     cdiv,
     fdiv,
     mask_row_bits,
+    nan_unless,
     narrow_all,
     placed,
     screen,
@@ -92,8 +93,10 @@ def formula(p: dict, d: dict, strategy: str, epr: int, sh: Shapes, cache: dict |
     1D C = ceil(vr·vc / EPR), R = 1; 2D R = vr, C = R·ceil(vc / EPR); post-update rows of one full chunk and a tail
     are flat).
 
-    Rows share few (C, R) values, so the formula is evaluated once per value on a dense grid (kept in `cache`
-    across chunks of a group, grown when a chunk needs more) and gathered: the same float operations per value.
+    Rows share few (C, R) values, so the formula is evaluated once per value and gathered: a 1D program's on a dense
+    grid of chunk counts, a 2D program's on the (rows, chunks a row, flat) cells the rows use, filled in as chunks of
+    a group meet them (a table kept in `cache` across chunks, remade when a chunk needs a larger one). Every value
+    takes the same float operations either way.
     """
     dim = strategy[:2]
     if not len(sh.vr):
@@ -116,12 +119,19 @@ def formula(p: dict, d: dict, strategy: str, epr: int, sh: Shapes, cache: dict |
     hit = cache.get(strategy)
     if hit is None or hit[0] < rtop or hit[1] < itop:
         rtop, itop = max(rtop, hit[0] if hit else 0), max(itop, hit[1] if hit else 0)
-        if rtop * itop > 2 * len(R) + 2048:
+        if rtop * itop > min(16 * len(R) + 65536, 1 << 21):  # a table too large to allocate for these rows
             return formula_cycles(p, d, R * per_row, R, dim, flat)[0]
-        cell, ff = np.divmod(np.arange(rtop * itop * 2), 2)
-        rr, ii = np.divmod(cell, itop)
-        hit = cache[strategy] = (rtop, itop, formula_cycles(p, d, rr * ii, rr, dim, ff.astype(bool))[0])
-    return hit[2][(R * hit[1] + per_row) * 2 + flat.astype(np.int64)]
+        hit = cache[strategy] = (rtop, itop, np.full(rtop * itop * 2, np.nan))
+    table = hit[2]
+    at = (R * hit[1] + per_row) * 2 + flat  # below 2**31: the table is allocated
+    used = np.zeros(len(table), dtype=bool)
+    used[at] = True
+    cells = np.flatnonzero(used & np.isnan(table))
+    if len(cells):
+        cell, ff = np.divmod(cells, 2)
+        rr, ii = np.divmod(cell, hit[1])
+        table[cells] = formula_cycles(p, d, rr * ii, rr, dim, ff.astype(bool))[0]
+    return table[at]
 
 
 def structure(strategy: str, epr: int, sh: Shapes) -> np.ndarray:
@@ -275,7 +285,7 @@ class Prepared:
                 covered &= False if lg is True else ~lg
                 cyc = np.full(m, np.nan)
             if la != lb:
-                np.copyto(cyc, np.nan, where=~lg)
+                nan_unless(lg, cyc)
             out.cycles[j, idx] = cyc
         da, db = self.defaults
         dflt = db + static.astype(np.int64) * (da - db)

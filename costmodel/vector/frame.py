@@ -130,10 +130,21 @@ def runs(col) -> tuple[np.ndarray, list] | None:
         chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
         starts, values, offset = [], [], 0
         for chunk in chunks:
-            ree = pc.run_end_encode(chunk)
-            ends = np.asarray(ree.run_ends, dtype=np.int64)
-            starts.append(offset + np.concatenate([[0], ends[:-1]]))
-            values.extend(ree.values.to_pylist())
+            if not len(chunk):
+                continue
+            if chunk.null_count:
+                ree = pc.run_end_encode(chunk)
+                ends = np.asarray(ree.run_ends, dtype=np.int64)
+                at = np.concatenate([[0], ends[:-1]])
+                found = ree.values.to_pylist()
+            else:  # comparing neighbours is about twice as fast as run-end encoding
+                neq = pc.not_equal(chunk.slice(1), chunk.slice(0, len(chunk) - 1))
+                at = np.concatenate([[0], np.flatnonzero(neq.to_numpy(zero_copy_only=False)) + 1])
+                if len(values) + len(at) > limit:
+                    return None
+                found = chunk.take(at).to_pylist()
+            starts.append(offset + np.asarray(at, dtype=np.int64))
+            values.extend(found)
             offset += len(chunk)
             if len(values) > limit:
                 return None
