@@ -57,3 +57,17 @@ def test_runs_of_a_chunked_arrow_string_column(chunks):
     boundaries = set(np.cumsum([len(c) for c in chunks])[:-1].tolist()) - {len(flat)}
     expected = sorted(set(_reference_runs(flat)[0]) | {b for b in boundaries if b < len(flat)})
     assert starts.tolist() == expected
+
+
+def test_a_sweep_frame_whose_arrow_column_has_an_empty_chunk():
+    """pd.concat can leave empty chunks in an Arrow string column; they must not shift the groups' values."""
+    from costmodel import estimate
+    from costmodel.sweep import sweep
+
+    op = pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array(
+        [pa.array([], type=pa.large_string()), pa.array(["TADD"] * 3, type=pa.large_string()),
+         pa.array(["TMINS"] * 3, type=pa.large_string())])))
+    out = sweep(pd.DataFrame({"op": op, "dtype": "f16", "rows": 16, "cols": 64}))
+    assert out["op"].tolist() == ["TADD"] * 3 + ["TMINS"] * 3
+    for name in ("TADD", "TMINS"):
+        assert (out.loc[out["op"] == name, "cycles"] == estimate(name, shape=(16, 64), dtype="f16").cycles).all()
