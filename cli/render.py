@@ -207,6 +207,29 @@ def compare_text(ests) -> None:
         rel = vs_default_pct(e, default)
         t.add_row(plain(name), fmt_cycles(e.cycles), f"{rel:+.1f}%", plain(breakdown_text(e.breakdown)), e.verified_text)
     console().print(t)
+    notes = Table.grid(padding=(0, 2))
+    notes.add_column(style="bold")
+    notes.add_column()
+    for label, n in compare_notes(ests, default):
+        notes.add_row(plain(label), plain(n))
+    console().print(notes)
+
+
+def compare_notes(ests, default) -> list[tuple[str, str]]:
+    """Return (label, note) lines for a comparison: the default's own notes (why the implementation picks it) once,
+    then each model caveat (typical error, extrapolation, correction) under the strategies it applies to, fastest
+    first; a caveat every strategy shares is written once."""
+    from costmodel.api import ranked
+
+    order = ranked(ests)
+    lines = [("default", n) for n in default.plan.notes]
+    caveats: dict[str, list[str]] = {}
+    for e in order:
+        for n in e.notes[len(e.plan.notes):]:
+            caveats.setdefault(n, []).append(e.strategy)
+    for n, names in caveats.items():
+        lines.append(("note" if len(names) == len(order) > 1 else ", ".join(names), n))
+    return lines
 
 
 def vs_default_pct(e, default) -> float:

@@ -268,6 +268,19 @@ def test_compare_marks_default_and_fastest():
     assert doc["fastest"] == fastest["strategy"]
 
 
+def test_compare_prints_the_caveats_of_each_strategy_and_why_the_default():
+    """The table alone would hide that a strategy's price is extrapolated: every model note of the JSON is printed
+    under the strategies it applies to, and the default's dispatch reasoning once."""
+    args = ("compare", "TMINS", "--shape", "64x64", "--dtype", "f16", "--arch", "a5", "--no-verify")
+    doc = json.loads(run(*args, "--json").stdout)
+    text = " ".join(run(*args, env={"COLUMNS": "400"}).stdout.split())
+    default = next(s for s in doc["strategies"] if s["default"])
+    assert f"default {default['notes'][0]}" in text
+    caveats = {n for s in doc["strategies"] for n in s["notes"][1:]}
+    assert caveats and all(n in text for n in caveats)
+    assert " as asked; the default would be" not in text  # compare's own forcing is not a caveat
+
+
 def test_compare_lists_strategies_fastest_first_the_default_first_among_ties():
     for args in (("--dtype", "f16", "--arch", "a5"), ("--dtype", "f32")):
         doc = json.loads(run("compare", "TMINS", "--shape", "64x64", *args, "--no-verify", "--json").stdout)
