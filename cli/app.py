@@ -301,9 +301,10 @@ def ops(
         arch = check_arch(arch)
         rows = [i for i in rows if i.dtypes_on(arch)]
     if family:
-        if family not in families():
+        known = {f.lower(): f for f in families()}
+        if family.lower() not in known:
             raise PtoCostError(f"unknown family {family!r}; families: {', '.join(families())}")
-        rows = [i for i in rows if i.family == family]
+        rows = [i for i in rows if i.family == known[family.lower()]]
     archs = [arch] if arch else ["a2a3", "a5"]
     covered = {(a, i.name): modelled_dtypes(i.name, a) if modelled(a, i.family, i.name) else ()
                for a in archs for i in rows}
@@ -327,7 +328,7 @@ def ops(
     t.add_column("family", overflow="fold")
     for a in archs:
         t.add_column(f"{a} dtypes")
-    t.add_column("modelled")
+    t.add_column("modelled", no_wrap=True, min_width=len("modelled"))
     if priced:
         t.add_column("a5 priced by", no_wrap=True)
 
@@ -402,7 +403,8 @@ def validate(
     """Score a model against measurements: MAPE, median and worst error, share within 5 %, Kendall tau.
 
     --json prints one object with the keys
-    schema_version, tool, file, model, plot;
+    schema_version, tool, file, model, plot (the figure written, null
+    without --plot);
     parameters: the formula and pipeline tables in use (table path, sha256 prefix);
     overall: n (rows scored), rows, not_scored, unmodelled (not priced), mape,
     median_ape, worst_ape, within_5 and within_10 (in %), kendall_tau,
@@ -448,7 +450,7 @@ def validate(
         save_figure(validation_figure(rep.predictions, title=title), plot)
     if json_out:
         render.emit_json({"file": measured, "model": model, "parameters": tables, **rep.to_dict(),
-                          **({"plot": plot} if plot else {})})
+                          "plot": plot or None})
     else:
         render.validation_text(rep, measured)
         if plot:
@@ -461,8 +463,8 @@ def plot(
     op: Annotated[str, typer.Argument(help="Instruction name.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Figure file, in any format matplotlib writes (by its extension: .png, .svg, .pdf, ...).")],
     dtype: Annotated[str, typer.Option("--dtype", "-t", help="Element type, or a comma list for one line per dtype.")] = "f16",
-    rows: Annotated[str, typer.Option("--rows", help="Rows: N, or LO:HI:STEP for a rows sweep (both ranges: heatmap); the default 32 keeps three f16 tiles of up to 1024 columns in the A2/A3 unified buffer.")] = "32",
-    cols: Annotated[str, typer.Option("--cols", help="Cols: N, or LO:HI:STEP (e.g. 16:2048:16).")] = "16:1024:16",
+    rows: Annotated[str, typer.Option("--rows", help="Rows: N, or LO:HI:STEP (LO:HI steps by 1) for a rows sweep (both ranges: heatmap); the default 32 keeps three f16 tiles of up to 1024 columns in the A2/A3 unified buffer.")] = "32",
+    cols: Annotated[str, typer.Option("--cols", help="Cols: N, or LO:HI:STEP (e.g. 16:2048:16; LO:HI steps by 1, and widths that are no whole 32-byte row are not modelled).")] = "16:1024:16",
     strategy: Annotated[str, typer.Option("--strategy", help="`default`, `all` (curves: one line per legal strategy) or a name (a heatmap maps the default, or the one named, next to the fastest).")] = "default",
     arch: Annotated[Optional[str], typer.Option("--arch", "-a", help="a2a3 or a5 (default $PTO_COST_ARCH, else a2a3).")] = None,
     model: ModelOpt = "auto",
@@ -502,7 +504,7 @@ def plot(
             params.pop(name, None)
     spec = {"ops": [op], "dtypes": dtype, "archs": [arch_name], "strategies": [strategy], "rows": rows, "cols": cols,
             "valid_rows": valid_rows, "valid_cols": valid_cols, "dst_dtypes": [dst] if dst else None, "params": params}
-    grid = expand(spec)
+    grid = expand(spec, limit=MAX_PLOT_POINTS, name="plot", hint="a coarser STEP, or `pto-cost sweep` for large grids")
     strategy = grid["strategy"].iloc[0]  # in the grid's spelling: default and all in lower case
     _check_plot_names(grid, strategy, dst)
     heat = grid["rows"].nunique() > 1 and grid["cols"].nunique() > 1
@@ -512,9 +514,6 @@ def plot(
     if heat and measured:
         raise PtoCostError("--measured overlays curves; a heatmap (both --rows and --cols ranges) has no room for "
                            "points: fix one of them")
-    if len(grid) > MAX_PLOT_POINTS:
-        raise PtoCostError(f"the plot grid has {len(grid):,} points; at most {MAX_PLOT_POINTS:,} are drawn (a coarser "
-                           "STEP, or `pto-cost sweep` for large grids)")
     with render.progress("estimating", grid["rows"].nunique() * grid["cols"].nunique() * grid["dtype"].nunique()) as tick:
         df = sweep(grid, model=model, progress=tick)
     if df["cycles"].isna().all():
@@ -539,6 +538,7 @@ def plot(
         if measured:
             overlay = _on_lines(_measured_points(measured, df, x, fixed, dst, {**params, **fixed_valid}), df, measured,
                                 f"{fixed} = {df[fixed].iloc[0]}")
+            overlay = _priced_at(overlay, grid, x, model, measured)
         fig = curves_figure(df, x, series, title=f"{title}, {fixed} = {df[fixed].iloc[0]}", measured=overlay)
     with atomic_paths([output, csv] if csv else [output]) as tmps:  # both files or neither
         save_figure(fig, output, into=tmps[0])
@@ -592,6 +592,33 @@ def _check_plot_names(grid, strategy: str, dst: str | None = None) -> None:
                 raise PtoCostError(f"unknown strategy {strategy!r} for {rec['op']} {rec['dtype']} on {rec['arch']}; "
                                    f"strategies: {', '.join(names)}")
             break
+
+
+def _priced_at(points, grid, x: str, model: str, path: str):
+    """The measured points inside the plotted `x` range (a note on stderr counts those left out), each with
+    `predicted_cycles`: the model's price of the plotted request at the point's own `x` in the point's strategy,
+    so a point between samples, or at a sample where the step line rises, is set against its own prediction."""
+    from costmodel.sweep import sweep
+
+    from . import render
+
+    lo, hi = grid[x].min(), grid[x].max()
+    inside = points[x].between(lo, hi)
+    if not inside.all():
+        render.console(stderr=True).print(render.plain(
+            f"note: {int((~inside).sum())} measured row(s) of {path} lie outside the plotted {x} ({lo}..{hi}) and "
+            "are left out"))
+    points = points[inside]
+    if points.empty:
+        return points
+    template = grid.drop_duplicates("dtype").set_index("dtype")
+    requests = template.loc[points["dtype"].to_numpy()].reset_index()
+    valid = f"valid_{x}"
+    tracks = (requests[valid] == requests[x]).to_numpy()  # the tile is valid everywhere unless the plot fixes a count
+    requests[x] = points[x].to_numpy()
+    requests.loc[tracks, valid] = points[x].to_numpy()[tracks]
+    requests["strategy"] = points["strategy"].to_numpy()
+    return points.assign(predicted_cycles=sweep(requests, model=model)["cycles"].to_numpy())
 
 
 def _on_lines(points, df, path: str, at: str):

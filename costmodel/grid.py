@@ -27,20 +27,20 @@ def _count(n: int, what: str, value: Any) -> int:
     return n
 
 
-def parse_range(value: Any, what: str) -> list[int]:
+def parse_range(value: Any, what: str, limit: int = MAX_POINTS) -> list[int]:
     """Return the integers of `A:B:STEP` (inclusive of B when on the step), `A:B` (step 1), a number, or a list (also
-    a comma-separated one)."""
+    a comma-separated one); a range of more than `limit` values is refused."""
     if isinstance(value, (list, tuple)):
         out: list[int] = []
         for v in value:
-            out.extend(parse_range(v, what))
+            out.extend(parse_range(v, what, limit))
         return out
     if isinstance(value, dict):
         value = f"{value.get('start')}:{value.get('stop')}:{value.get('step', 1)}"
     if isinstance(value, bool):
         raise PtoCostError(f"malformed {what} {value!r}: expected N, A:B or A:B:STEP (e.g. 16:2048:16)")
     if isinstance(value, str) and "," in value:
-        return parse_range([v for v in value.split(",") if v.strip()], what)
+        return parse_range([v for v in value.split(",") if v.strip()], what, limit)
     if isinstance(value, int) or str(value).strip().isdigit():
         if int(value) < 1:
             raise PtoCostError(f"malformed {what} {value!r}: need N >= 1 (or a range A:B:STEP with 1 <= A <= B)")
@@ -52,8 +52,8 @@ def parse_range(value: Any, what: str) -> list[int]:
     a, b, step = int(m.group(1)), _count(int(m.group(2)), what, value), int(m.group(3) or 1)
     if step < 1 or a < 1 or b < a:
         raise PtoCostError(f"malformed {what} {value!r}: need 1 <= A <= B and STEP >= 1")
-    if (b - a) // step + 1 > MAX_POINTS:
-        raise PtoCostError(f"{what} {value!r} has {(b - a) // step + 1:,} values; at most {MAX_POINTS:,} points are "
+    if (b - a) // step + 1 > limit:
+        raise PtoCostError(f"{what} {value!r} has {(b - a) // step + 1:,} values; at most {limit:,} points are "
                            "evaluated at once")
     return list(range(a, b + 1, step))
 
@@ -102,8 +102,11 @@ def _strategies(names: list) -> list[str]:
     return ["all"] if "all" in seen else list(seen.values())
 
 
-def expand(spec: dict[str, Any]):
-    """Return a pandas DataFrame with one row per grid point of the spec (columns op, dtype, arch, strategy, rows, cols, ...)."""
+def expand(spec: dict[str, Any], *, limit: int = MAX_POINTS, name: str = "sweep",
+           hint: str = "a coarser STEP, or several specs"):
+    """Return a pandas DataFrame with one row per grid point of the spec (columns op, dtype, arch, strategy, rows, cols, ...).
+
+    A grid of more than `limit` points is refused, naming it the `name` grid and suggesting `hint`."""
     import pandas as pd
 
     unknown = set(spec) - set(SPEC_KEYS) - {"model", "name"}
@@ -120,8 +123,8 @@ def expand(spec: dict[str, Any]):
     archs = _list(spec.get("archs"), ["a2a3"], "archs")
     strategies = _strategies(_list(spec.get("strategies"), ["default"], "strategies"))
     dst = _list(spec.get("dst_dtypes"), [""], "dst_dtypes")
-    rows = parse_range(spec["rows"], "rows")
-    cols = parse_range(spec["cols"], "cols")
+    rows = parse_range(spec["rows"], "rows", limit)
+    cols = parse_range(spec["cols"], "cols", limit)
     _check_names(ops, dtypes + [d for d in dst if d], archs)
     ops, dtypes, dst, archs = _distinct(ops, dtypes, dst, archs)
     valid = {key: _valid_count(spec.get(key), key) for key in ("valid_rows", "valid_cols")}
@@ -130,9 +133,8 @@ def expand(spec: dict[str, Any]):
     combos = [(op, dt, d, arch, st) for op in ops for dt in dtypes
               for d in (dst if _converts(op, archs) else [""]) for arch in archs for st in strategies]
     n = len(combos) * len(rows) * len(cols) * math.prod(len(v) for v in swept.values())
-    if n > MAX_POINTS:
-        raise PtoCostError(f"the sweep grid has {n:,} points; at most {MAX_POINTS:,} are evaluated at once (a coarser "
-                           "STEP, or several specs)")
+    if n > limit:
+        raise PtoCostError(f"the {name} grid has {n:,} points; at most {limit:,} are evaluated at once ({hint})")
     base = pd.DataFrame(combos, columns=["op", "dtype", "dst_dtype", "arch", "strategy"])
     shapes = pd.MultiIndex.from_product([rows, cols], names=["rows", "cols"]).to_frame(index=False)
     frame = base.merge(shapes, how="cross")

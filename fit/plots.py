@@ -133,7 +133,8 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
     (in the lines and the strip), a dtype one dash pattern; where several strategies of a dtype are drawn, each later
     one is thinner, so lines that tie stay visible. `measured` rows (columns `x`, measured_cycles, dtype and
     strategy) are crosses in the colour of their strategy's line (their dtype's, where lines are per dtype), one
-    legend entry per strategy (and dtype).
+    legend entry per strategy (and dtype); where they carry `predicted_cycles` (the model at the point's own shape),
+    a tick marks that price and a dotted line joins it to the cross.
     """
     import matplotlib
 
@@ -167,10 +168,17 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
                 label=_series_label(keys, series), **style)
     if measured is not None and len(measured):
         several = df["dtype"].nunique() > 1
+        priced = False
         for (dt, name), m in measured.groupby(["dtype", "strategy"], sort=False):
             colour = colours.get(name) if by_strategy else dtype_colours.get(dt)
             ax.scatter(m[x], m["measured_cycles"], marker="x", color=colour or "black", s=45, lw=1.6, zorder=5,
                        label=f"measured {name}{f' {dt}' if several else ''} (at its valid extent)")
+            if "predicted_cycles" in m:
+                ax.vlines(m[x], m["measured_cycles"], m["predicted_cycles"], colors=colour or "black", lw=0.9,
+                          linestyles=":", zorder=4)
+                ax.scatter(m[x], m["predicted_cycles"], marker="_", color=colour or "black", s=90, lw=1.6, zorder=5,
+                           label="model at that point (dotted: its error)" if not priced else None)
+                priced = True
     _mark_unmodelled(ax, df, x)
     _mark_series_ends(ax, df, x)
     extra = []
@@ -317,7 +325,14 @@ def heatmap_figure(df: pd.DataFrame, title: str = "", strategy: str = "default")
         im = ax.pcolormesh(*cells, np.ma.masked_invalid(grid.to_numpy(dtype=float)), cmap="viridis")
         _sample_ticks(ax, xs, ys)
         fig.colorbar(im, ax=ax, label=f"cycles ({strategy if named else 'default strategy'})")
-        ax.set_xlabel("columns (elements)")
+        missing = int((~np.isfinite(grid.to_numpy(dtype=float))).sum())
+        xlabel = "columns (elements)"
+        if missing:  # the axes' own face shows through the masked cells
+            ax.patch.set_facecolor("white")
+            ax.patch.set_hatch("///")
+            ax.patch.set_edgecolor("0.75")
+            xlabel += f"\nhatched: {missing} point(s) not modelled, e.g. {_first_reason(sub, grid)}"
+        ax.set_xlabel(xlabel, wrap=True)
         ax.set_ylabel("rows")
         ax.set_title(f"{dt}: cycles")
         if panels == 2:
@@ -326,6 +341,9 @@ def heatmap_figure(df: pd.DataFrame, title: str = "", strategy: str = "default")
             codes = best.apply(lambda c: c.map({n: i for i, n in enumerate(names)})).to_numpy(float)
             cmap = _cmap("tab10", len(names))
             axes[row, 1].pcolormesh(*cells, np.ma.masked_invalid(codes), cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5)
+            if missing:
+                axes[row, 1].patch.set_hatch("///")
+                axes[row, 1].patch.set_edgecolor("0.75")
             _sample_ticks(axes[row, 1], xs, ys)
             from matplotlib.patches import Rectangle
 
@@ -336,3 +354,18 @@ def heatmap_figure(df: pd.DataFrame, title: str = "", strategy: str = "default")
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def _first_reason(sub: pd.DataFrame, grid: pd.DataFrame, most: int = 110) -> str:
+    """The note most unmodelled cells of a heatmap panel share (notes that differ only in their numbers are one), cut
+    to `most` characters."""
+    holes = grid.stack(future_stack=True)
+    holes = holes[holes.isna()].index
+    at = pd.MultiIndex.from_frame(sub[["rows", "cols"]])
+    notes = sub.loc[at.isin(holes), "note"].astype(str) if "note" in sub else pd.Series(dtype=str)
+    notes = notes[notes != ""]
+    if notes.empty:
+        return "no reason given"
+    kinds = notes.str.replace(r"\d+", "N", regex=True)
+    text = notes[kinds == kinds.mode().iloc[0]].iloc[0]
+    return text if len(text) <= most else text[: most - 1] + "…"

@@ -193,7 +193,7 @@ def test_bad_trace_files_are_one_line_exit_2(tmp_path):
     (["plot", "TMINS", "--rows", "64", "--cols", "16:64:16", "-o", "fig.txt"], "unknown image format 'txt'"),
     (["plot", "TMINS", "--rows", "8:64:8", "--cols", "16:64:16", "--measured", "tests/data/small_trace.csv", "-o", "f.png"],
      "a heatmap"),
-    (["plot", "TMINS", "--rows", "64", "--cols", "1:1000000:1", "-o", "fig.png"], "at most 100,000 are drawn"),
+    (["plot", "TMINS", "--rows", "64", "--cols", "1:1000000:1", "-o", "fig.png"], "at most 100,000 points are evaluated"),
     (["predict", "tests/data/small_trace.csv", "-o", "out.txt"], "unknown table format '.txt'"),
     (["predict", "tests/data/small_trace.csv", "-o", "tests"], "is a directory"),
     (["validate", "tests/data/small_trace.csv", "-m", "pipeline"], "unknown model 'pipeline' for a2a3"),
@@ -407,6 +407,12 @@ def test_piped_tables_carry_no_padding():
         r = run(*args)
         assert r.returncode == 0 and r.stdout.count("\n") > 5
         assert not [ln for ln in r.stdout.splitlines() if ln.endswith(" ")], args
+
+
+def test_ops_family_is_matched_in_any_case_and_the_table_keeps_its_headers_at_80_columns():
+    lower, upper = (json.loads(run("ops", "--family", f, "--json").stdout) for f in ("unary", "Unary"))
+    assert lower == upper and {i["family"] for i in lower["instructions"]} == {"unary"}
+    assert "modelled " in run("ops", env={"COLUMNS": "80"}).stdout
 
 
 def test_ops_lists_the_catalogue():

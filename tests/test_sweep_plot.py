@@ -599,6 +599,40 @@ def test_heatmap_cells_are_centred_on_their_values():
     assert np.asarray(panels[0].collections[0].get_array()).reshape(3, 4)[1, 2] == 2 * 192
 
 
+def test_heatmap_hatches_unmodelled_cells_and_says_why():
+    from fit.plots import heatmap_figure
+
+    rows = [{"dtype": "f32", "rows": r, "cols": c, "cycles": np.nan if r * c > 400 else float(r * c), "default": True,
+             "best": "a", "note": f"operands need {r * c} B" if r * c > 400 else ""}
+            for r in (1, 2, 3) for c in (64, 128, 192, 256)]
+    ax = next(a for a in heatmap_figure(pd.DataFrame(rows)).axes if a.get_title() == "f32: cycles")
+    assert ax.patch.get_hatch() == "///"
+    holes = sum(r["cycles"] != r["cycles"] for r in rows)
+    assert f"hatched: {holes} point(s) not modelled, e.g. operands need" in ax.get_xlabel()
+    full = [dict(r, cycles=1.0, note="") for r in rows]
+    ax = next(a for a in heatmap_figure(pd.DataFrame(full)).axes if a.get_title() == "f32: cycles")
+    assert not ax.patch.get_hatch() and "hatched" not in ax.get_xlabel()
+
+
+def test_plot_prices_each_measured_row_at_its_own_width_and_leaves_out_rows_outside_the_range(tmp_path):
+    """A measured point between samples, or at a sample where the step line rises, is set against the model at its
+    own shape; points outside the plotted range are left out, with a note."""
+    from cli.app import _measured_points, _priced_at
+    from costmodel.grid import expand
+    from costmodel.sweep import sweep
+
+    trace = tmp_path / "m.csv"
+    pd.DataFrame({"arch": "a2a3", "op": "TADD", "dtype": "f32", "rows": 64, "cols": [56, 64, 8, 2048],
+                  "measured_cycles": [170.0, 160.0, 40.0, 900.0]}).to_csv(trace, index=False)
+    grid = expand({"ops": ["TADD"], "dtypes": ["f32"], "archs": ["a2a3"], "rows": "64", "cols": "16:128:16"})
+    points = _measured_points(str(trace), sweep(grid), "cols", "rows", None, {})
+    got = _priced_at(points, grid, "cols", "auto", str(trace))
+    assert sorted(got["cols"]) == [56, 64]
+    for row in got.itertuples():
+        one = estimate("TADD", f"64x{row.cols}", "f32", strategy=row.strategy, verify=False)
+        assert row.predicted_cycles == one.cycles
+
+
 def test_plot_measured_rejects_a_malformed_trace_and_says_when_nothing_matches(tmp_path):
     png = str(tmp_path / "p.png")
     bad = tmp_path / "bad.csv"

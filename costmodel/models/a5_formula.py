@@ -299,8 +299,8 @@ class A5FormulaModel:
         """Return (cycles, breakdown): startup, chunk iterations and row overhead of the binding bound (plus the
         smooth form's overlap of the two bounds)."""
         if plan.request.family in REDUCE_FAMILIES:
-            raise NotModelledError(f"no A5 formula for {plan.request.op}: {NOT_ELEMENTWISE}; use --model pipeline or "
-                                   "anchored")
+            raise NotModelledError(f"no A5 formula for {plan.request.op}: {NOT_ELEMENTWISE}; use --model auto "
+                                   "(the anchored pipeline) or pipeline")
         t = vf_trips(plan)
         key = key_of(plan.request, plan.strategy)
         sig = body_signature(plan)
@@ -309,7 +309,8 @@ class A5FormulaModel:
             req = plan.request
             types = f"{req.dtype}->{req.dst.dtype}" if req.family == "convert" else key["dtype"]
             raise NotModelledError(f"no A5 formula parameters for {key['name']} {types} {plan.strategy}"
-                                   f"{' ' + key['op_params'] if key['op_params'] else ''}; use --model pipeline")
+                                   f"{' ' + key['op_params'] if key['op_params'] else ''}; use --model auto "
+                                   "(the anchored pipeline, corrected by measured ops) or pipeline")
         p, d, src = found
         self.source = "" if src == "key" else src
         table = self.table or shipped()
