@@ -529,6 +529,7 @@ def plot(
     if heat:
         if strategy not in ("default", "all"):  # the canonical spelling (1lcount: 1LCount)
             strategy = df.loc[df["cycles"].notna(), "strategy"].astype(str).iloc[0]
+        df = _with_best_cycles(df, model)
         fig = heatmap_figure(df, title=title, strategy=strategy)
     else:
         x = "cols" if grid["cols"].nunique() > 1 or grid["rows"].nunique() == 1 else "rows"
@@ -548,6 +549,21 @@ def plot(
     why = f"see `note` in {csv}" if csv else f"e.g. {df.loc[df['cycles'].isna(), 'note'].iloc[0]}" if n_bad else ""
     render.console(stderr=True).print(render.plain(f"wrote {output}" + (f" and {csv}" if csv else "")
                                       + (f"; {n_bad} point(s) not modelled ({why})" if n_bad else "")))
+
+
+def _with_best_cycles(df, model: str):
+    """`df` with `best_cycles`: the cycles of each point's fastest strategy (its own where it is the fastest), priced
+    by a second sweep of the points whose fastest strategy is another."""
+    from costmodel.sweep import sweep
+
+    best = df["best"].astype(str)
+    other = (best != df["strategy"].astype(str)) & (best != "") & df["cycles"].notna()
+    out = df.assign(best_cycles=df["cycles"].astype(float))
+    if other.any():
+        cols = [c for c in df.columns if c not in ("cycles", "model", "default", "best", "note", "strategy")]
+        again = df.loc[other, cols].assign(strategy=best[other].to_numpy())
+        out.loc[other, "best_cycles"] = sweep(again, model=model)["cycles"].to_numpy()
+    return out
 
 
 def _main_reason(df) -> str:

@@ -599,6 +599,29 @@ def test_heatmap_cells_are_centred_on_their_values():
     assert np.asarray(panels[0].collections[0].get_array()).reshape(3, 4)[1, 2] == 2 * 192
 
 
+def test_heatmap_shows_a_faster_strategy_only_where_it_saves_more_than_noise():
+    """A saving under 1 % or under 2 cycles (the profiler's ±1 cycle) is no reason to switch: the panel shows the
+    plotted strategy there."""
+    from fit.plots import _worth_switching
+
+    d = pd.DataFrame({"strategy": "2LNormRowRpt", "best": "1LNorm", "cycles": [1000.0, 100.0, 100.0, 100.0],
+                      "best_cycles": [995.0, 98.5, 97.0, 100.0]})
+    assert _worth_switching(d).tolist() == ["2LNormRowRpt", "2LNormRowRpt", "1LNorm", "2LNormRowRpt"]
+    assert _worth_switching(d.drop(columns="best_cycles")).tolist() == ["1LNorm"] * 4
+
+
+def test_plot_heatmap_data_carries_the_fastest_strategys_cycles(tmp_path):
+    png, csv = tmp_path / "h.png", tmp_path / "h.csv"
+    r = run("plot", "TMINS", "--dtype", "f16", "--rows", "1:64:21", "--cols", "64:1024:320", "-o", str(png),
+            "--csv", str(csv))
+    assert r.returncode == 0, r.stderr
+    df = pd.read_csv(csv)
+    assert df["cycles"].notna().sum() > 5 and (df["best"] != df["strategy"]).any()
+    for row in df[df["cycles"].notna()].itertuples():
+        one = estimate("TMINS", f"{row.rows}x{row.cols}", "f16", strategy=row.best, verify=False)
+        assert row.best_cycles == pytest.approx(one.cycles) and row.best_cycles <= row.cycles
+
+
 def test_heatmap_hatches_unmodelled_cells_and_says_why():
     from fit.plots import heatmap_figure
 
