@@ -766,13 +766,14 @@ def fit_cmd(
             if run.pipeline is not None:
                 write_pipeline(run.pipeline, pipeline_output, into=tmps[-1])
     if json_out:
-        render.emit_json({"output": None if dry_run else output, "dry_run": dry_run,
+        # the files written, or with --dry-run those the run would write
+        render.emit_json({"output": output if run.rows else None, "dry_run": dry_run,
                           "rows_written": written.rows if written else 0,
                           "rows_refitted": written.refitted if written else 0,
                           "rows_kept": written.kept if written else 0,
                           "rows_other_arch": written.other if written else 0,
                           "kept_over_few_observations": list(written.held) if written else [],
-                          "pipeline_output": None if dry_run or run.pipeline is None else pipeline_output,
+                          "pipeline_output": None if run.pipeline is None else pipeline_output,
                           "bad_rows": [p.to_dict() for p in run.problems],
                           "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in sec.items()}
                                    for sec in run.sections]})

@@ -49,6 +49,11 @@ def request_kwargs(values: dict[str, Any], rows: int, cols: int, vr: int, vc: in
     """Return the `make_request` keywords of one sweep row (empty and missing parameters left out)."""
     kw = {k: v.item() if isinstance(v, np.generic) else v for k, v in values.items()  # messages show 1, not np.int64(1)
           if k not in (*SHAPE_COLUMNS, "dst_dtype") and v is not None and v == v and v != ""}
+    for k in ("op", "dtype"):  # required: a gap is the row's error, never make_request's default
+        if k not in kw:
+            from .errors import PtoCostError
+
+            raise PtoCostError(f"the row has no {k} (its {k} cell is empty)")
     kw["shape"] = (int(rows), int(cols))
     kw["valid"] = (int(vr), int(vc))
     if values.get("dst_dtype"):  # also equal to dtype: TCVT f32 -> f32 rounds to integral values
@@ -87,9 +92,9 @@ def lower_key(values: dict[str, Any]) -> tuple[dict[str, Any], str, str, tuple[s
     from .errors import PtoCostError
     from .operands import make_request
 
-    kw = request_kwargs(values, values["rows"], values["cols"], values["valid_rows"], values["valid_cols"])
     try:
-        req = make_request(**kw)
+        req = make_request(**request_kwargs(values, values["rows"], values["cols"], values["valid_rows"],
+                                            values["valid_cols"]))
         default, table = lower.strategies(req)
         plans = {}
         for s in lower.legal_of(default, table):
@@ -133,10 +138,12 @@ def sweep(frame, *, model: str = "auto", progress: Callable[[int, int], None] | 
     Returns
     -------
     DataFrame: the input columns (normalised: strategy, valid_rows, valid_cols, dst_dtype, arch and static_valid
-    filled in), one row per input row (per legal strategy for `all` rows), plus `cycles` (float, NaN where the point
-    cannot be modelled), `model`, `default` (bool), `best` (the fastest legal strategy) and `note` (why a point
-    cannot be modelled; for a priced one the model's caveats, `models.auto.group_note`). The string columns the
-    sweep writes (strategy, model, best, note, and added constant columns) are categorical.
+    filled in), one row per input row (per legal strategy for `all` rows, next to each other) in input order under a
+    new RangeIndex, plus `cycles` (float, NaN where the point cannot be modelled), `model`, `default` (bool), `best`
+    (the fastest legal strategy) and `note` (why a point cannot be modelled; for a priced one the model's caveats,
+    `models.auto.group_note`). The string columns the sweep writes (strategy, model, best, note, and added constant
+    columns) are categorical. A row without an op or dtype is such a point; one without an arch takes the default
+    arch ($PTO_COST_ARCH, else a2a3), as a frame without the column does.
     """
     model = registry.check_name(model)  # an arch that lacks it is that arch's rows' note
     f = Frame(frame)

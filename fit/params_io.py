@@ -82,19 +82,36 @@ def _with_coefficients(new: list[ParamRow]) -> list[ParamRow]:
     return [r for r in new if not (r.scope == "op" and r.term in EXTENT_TERMS and _key(r)[:-1] not in priced)]
 
 
+def _extents(rows: list[ParamRow]) -> dict[tuple, dict[str, float]]:
+    """Per op body (`_group`), the most chunks and rows any of its loop forms was measured over (EXTENT_TERMS)."""
+    out: dict[tuple, dict[str, float]] = {}
+    for r in rows:
+        if r.scope == "op" and r.term in EXTENT_TERMS[:2]:
+            most = out.setdefault(_group(r), {})
+            most[r.term] = max(most.get(r.term, 0.0), r.value)
+    return out
+
+
 def own_verdicts(old: list[ParamRow], new: list[ParamRow]) -> dict[tuple, tuple[bool, int, int]]:
     """Return, per op body or intrinsic class the fit wrote (`_group`), (whether its rows replace the table's, the
     observations of the fit's and of the table's: the most any of its rows records). A group's rows are one fit's
     (coefficients, extents, every loop form or dtype), so they replace the table's together or not at all: where the
-    table has none; or when the fit observed it at least MIN_OWN_OBS times or as often as the table did (your
-    measurements of an op are the ones to price it by, once they can pin its curve); never from no observation."""
+    table has none; when the fit observed it as often as the table did; or when it observed it at least MIN_OWN_OBS
+    times over the chunks and rows the table's rows span (your measurements of an op are the ones to price it by,
+    once they can pin its curve where the table's could); never from no observation."""
     n_old: dict[tuple, int] = {}
     n_new: dict[tuple, int] = {}
     for rows, n in ((old, n_old), (new, n_new)):
         for r in rows:
             if r.scope in OWN_SCOPES:
                 n[_group(r)] = max(n.get(_group(r), 0), r.n_obs)
-    return {g: (g not in n_old or (n > 0 and n >= min(n_old[g], MIN_OWN_OBS)), n, n_old.get(g, 0))
+    reach_old, reach_new = _extents(old), _extents(new)
+
+    def spans(g: tuple) -> bool:
+        theirs, ours = reach_old.get(g, {}), reach_new.get(g, {})
+        return all(ours[t] >= v for t, v in theirs.items() if t in ours)  # a fit that records no extent: unknown
+
+    return {g: (g not in n_old or (n > 0 and (n >= n_old[g] or (n >= MIN_OWN_OBS and spans(g)))), n, n_old.get(g, 0))
             for g, n in n_new.items()}
 
 
@@ -114,13 +131,25 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
         dtype = r.dtype if r.scope == "op" and r.dtype != "*" else ""
         what = " ".join(x for x in (r.arch, r.name, dtype, f"-> {r.dst_dtype}" if r.dst_dtype else "", r.op_params)
                         if x)
+        times = f"{n_new} time{'s' if n_new != 1 else ''}"
+        if n_new < MIN_OWN_OBS:
+            why = f"this trace measures it {times}, fewer than the {MIN_OWN_OBS} that replace them"
+        else:
+            theirs, ours = (reach.get(g, {}) for reach in (_extents(old), _extents(new)))
+            why = (f"this trace measures it {times} over {_reach(ours)}, the table's rows over {_reach(theirs)}: "
+                   "fewer observations replace them only where they span as many chunks and rows")
         out.append({"arch": r.arch, "scope": r.scope, "name": r.name, "dtype": dtype or "*", "dst_dtype": r.dst_dtype,
                     "op_params": r.op_params, "table_observations": n_old,
                     "trace_observations": n_new,
-                    "message": f"{what}: kept the table's values ({n_old} observations); this trace measures it "
-                               f"{n_new} time{'s' if n_new != 1 else ''}, fewer than the {MIN_OWN_OBS} that replace "
-                               "them"})
+                    "message": f"{what}: kept the table's values ({n_old} observations); {why}"})
     return tuple(out)
+
+
+def _reach(most: dict[str, float]) -> str:
+    """Return "up to 12 chunks in 3 rows" for a body's `_extents`."""
+    chunks, rows = int(most.get("max_chunks", 0)), int(most.get("max_rows", 0))
+    return (f"up to {chunks} chunk{'s' if chunks != 1 else ''}"
+            + (f" in {rows} row{'s' if rows != 1 else ''}" if "max_rows" in most else ""))
 
 
 def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow], int]:

@@ -72,7 +72,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
                 cache[key] = (np.nan, "", "", f"internal error: {type(exc).__name__}: {exc}")
         got, strategy, used[i], why = cache[key]
         pred[i] = got
-        if strategy or str(strat[i]).lower() in ("default", "all"):
+        if strategy or str(strat[i]).lower() == "default":  # a refused `default` is blank, as a sweep leaves it
             strat[i] = strategy
         note[i] = "; ".join(x for x in (measured, why, unread if got == got else "") if x)  # its own problem first
     if progress is not None:

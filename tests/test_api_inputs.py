@@ -213,3 +213,33 @@ def test_a_shape_or_valid_region_of_fractions_or_bools_is_an_error_not_truncated
     with pytest.raises(ShapeError, match="whole numbers"):
         costmodel.estimate("TADD", "8x16", "f16", valid=(4.7, 8), verify=False)
     assert costmodel.estimate("TADD", (8.0, 16), "f16", verify=False).request.dst.rows == 8  # a float column's 8.0
+
+
+@pytest.mark.parametrize("vectorised", [True, False])
+@pytest.mark.parametrize("gap", [None, "", float("nan")])
+def test_a_sweep_row_without_an_op_or_dtype_is_that_rows_error(gap, vectorised):
+    """One empty cell neither aborts the sweep nor falls back to a default element type."""
+    import pandas as pd
+
+    from costmodel import estimate, sweep
+
+    frame = pd.DataFrame({"op": ["TADD", gap, "TADD"], "dtype": ["f32", "f32", gap], "rows": 4, "cols": 64})
+    out = sweep(frame, vectorised=vectorised)
+    assert out["cycles"].iloc[0] == estimate("TADD", "4x64", "f32", verify=False).cycles
+    assert out["cycles"].iloc[1:].isna().all()
+    assert out["note"].iloc[1] == "the row has no op (its op cell is empty)"
+    assert out["note"].iloc[2] == "the row has no dtype (its dtype cell is empty)"
+
+
+def test_a_sweep_takes_the_default_arch_as_estimate_does(monkeypatch):
+    import pandas as pd
+
+    from costmodel import estimate, sweep
+
+    monkeypatch.setenv("PTO_COST_ARCH", "a5")
+    want = estimate("TADD", "4x64", "f32", verify=False)
+    out = sweep(pd.DataFrame({"op": "TADD", "dtype": "f32", "rows": [4], "cols": [64]}))
+    assert (out["arch"].iloc[0], out["strategy"].iloc[0], out["cycles"].iloc[0]) == ("a5", want.strategy, want.cycles)
+    gaps = sweep(pd.DataFrame({"op": "TADD", "dtype": "f32", "arch": ["a2a3", None], "rows": 4, "cols": 64}))
+    assert gaps["arch"].tolist() == ["a2a3", "a5"] and gaps["cycles"].iloc[1] == want.cycles
+

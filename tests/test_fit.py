@@ -473,11 +473,20 @@ def test_few_observations_of_an_op_do_not_replace_its_better_measured_rows(tmp_p
     assert held["message"] == (f"a5 TADD f32: kept the table's values (31 observations); this trace "
                                f"measures it 2 times, fewer than the {MIN_OWN_OBS} that replace them")
     assert (held["table_observations"], held["trace_observations"]) == (31, 2)
-    # a key's rows go together: coefficients seen 6 times and an extent seen 3 (one loop form) replace all of the
-    # table's key, its extent too, though the table's extent was seen 9 times
+    # six rows over fewer chunks than the table's span do not replace it either: they cannot pin the curve where the
+    # table's could
     written = write_params([row("TADD", 0.9, 6), row("TADD", 5.0, 3, "max_chunks")], path)
     got = {(r.name, r.term): r.value for r in read_table(path).rows if r.name == "TADD"}
-    assert got == {("TADD", "p1"): 0.9, ("TADD", "max_chunks"): 5.0} and written.held == ()
+    assert got == {("TADD", "p1"): 1.0, ("TADD", "p0"): 40.0, ("TADD", "max_chunks"): 10.0}
+    (held,) = written.held
+    assert held["message"].endswith("this trace measures it 6 times over up to 5 chunks, the table's rows over up to "
+                                    "10 chunks: fewer observations replace them only where they span as many chunks "
+                                    "and rows")
+    # a key's rows go together: coefficients seen 6 times and an extent seen 3 (one loop form), spanning the table's
+    # chunks, replace all of the table's key, its extent too, though the table's extent was seen 9 times
+    written = write_params([row("TADD", 0.9, 6), row("TADD", 12.0, 3, "max_chunks")], path)
+    got = {(r.name, r.term): r.value for r in read_table(path).rows if r.name == "TADD"}
+    assert got == {("TADD", "p1"): 0.9, ("TADD", "max_chunks"): 12.0} and written.held == ()
 
 
 def test_a_fit_moves_no_coefficients_it_did_not_write(tmp_path):
@@ -864,7 +873,7 @@ def test_a5_fit_records_the_measured_extent_and_estimates_beyond_it_say_so(tmp_p
     shapes = [(1, 64, 1, 64), (1, 192, 1, 192), (1, 320, 1, 320), (1, 640, 1, 640), (2, 224, 2, 192),
               (3, 224, 3, 192), (4, 224, 4, 192), (5, 224, 5, 192)]  # f32: 1, 3, 5, 10 chunks in 1D; 2D: 2-5 rows
     # of 3 chunks
-    # (four rows per loop form: fewer would not replace the shipped table's better-measured TADD rows)
+    # (written into a table of no rows: a trace this small would not replace the shipped table's better-measured TADD)
     lines = ["arch,op,dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles"]
     for r, c, vr, vc in shapes:
         chunks = vr * -(-vc // 64)
@@ -872,6 +881,7 @@ def test_a5_fit_records_the_measured_extent_and_estimates_beyond_it_say_so(tmp_p
     trace = tmp_path / "tadd.csv"
     trace.write_text("\n".join(lines) + "\n")
     table = tmp_path / "params.csv"
+    table.write_text((ROOT / "data" / "formula_params.csv").read_text().splitlines()[0] + "\n")
     r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(table)], capture_output=True,
                        text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -61,8 +61,8 @@ def _holds_na(col) -> bool:
 class Frame:
     """The normalised request frame: the caller's columns plus the defaults `sweep` adds (DESIGN.md §2).
 
-    Added columns that hold one value for every row (strategy `default`, arch `a2a3`, dst_dtype ``, static_valid
-    False) are kept as constants and only materialised in the output.
+    Added columns that hold one value for every row (strategy `default`, arch `$PTO_COST_ARCH` or `a2a3`, dst_dtype ``,
+    static_valid False) are kept as constants and only materialised in the output.
     """
 
     def __init__(self, frame):
@@ -93,8 +93,13 @@ class Frame:
         elif df["dst_dtype"].hasnans or df["dst_dtype"].dtype == object:
             self.given.pop("dst_dtype", None)
             df["dst_dtype"] = df["dst_dtype"].astype(object).fillna("").astype(str)
+        from ..api import resolve_arch
+
         if "arch" not in df:
-            self._add("arch", "a2a3")
+            self._add("arch", resolve_arch(None)[0])  # $PTO_COST_ARCH, else a2a3, as `estimate` defaults it
+        elif df["arch"].hasnans:  # a gap is the default arch too (and written as filled in)
+            self.given.pop("arch", None)
+            df["arch"] = df["arch"].astype(object).fillna(resolve_arch(None)[0])
         if "static_valid" not in df:
             self._add("static_valid", False)
 
