@@ -44,7 +44,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
     for line, msg in notes.items():
         note[pos[line]] = msg
     cache: dict[tuple, tuple] = {}
-    for done, (_, row) in enumerate(good.iterrows()):
+    for done, row in enumerate(good.to_dict("records")):  # dicts: a Series lookup per cell cost half the time
         if progress is not None:
             progress(done, len(good))
         i = pos[row[LINE]]

@@ -555,7 +555,9 @@ def _param_columns(row: Any, kw: dict[str, Any]) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for name in param_columns():
-        text = cell_text(row.get(name, ""))
+        if name not in row:
+            continue
+        text = cell_text(row[name])
         if text:
             out[name] = flag(text, name) if name in FLAG_PARAMS else text
     clash = [n for n in out if n in kw]
