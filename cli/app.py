@@ -539,7 +539,7 @@ def plot(
         if measured:
             overlay = _on_lines(_measured_points(measured, df, x, fixed, dst, {**params, **fixed_valid}), df, measured,
                                 f"{fixed} = {df[fixed].iloc[0]}")
-            overlay = _priced_at(overlay, grid, x, model, measured)
+            overlay = _priced_at(overlay, grid, x, model, measured, fixed_valid)
         fig = curves_figure(df, x, series, title=f"{title}, {fixed} = {df[fixed].iloc[0]}", measured=overlay)
     with atomic_paths([output, csv] if csv else [output]) as tmps:  # both files or neither
         save_figure(fig, output, into=tmps[0])
@@ -610,10 +610,11 @@ def _check_plot_names(grid, strategy: str, dst: str | None = None) -> None:
             break
 
 
-def _priced_at(points, grid, x: str, model: str, path: str):
+def _priced_at(points, grid, x: str, model: str, path: str, fixed_valid: dict):
     """The measured points inside the plotted `x` range (a note on stderr counts those left out), each with
-    `predicted_cycles`: the model's price of the plotted request at the point's own `x` in the point's strategy,
-    so a point between samples, or at a sample where the step line rises, is set against its own prediction."""
+    `predicted_cycles`: the model's price of the plotted request at the point's own `x` in the point's strategy
+    (valid everywhere, or with the valid counts the plot fixes: `fixed_valid`), so a point between samples, or at a
+    sample where the step line rises, is set against its own prediction."""
     from costmodel.sweep import sweep
 
     from . import render
@@ -629,10 +630,9 @@ def _priced_at(points, grid, x: str, model: str, path: str):
         return points
     template = grid.drop_duplicates("dtype").set_index("dtype")
     requests = template.loc[points["dtype"].to_numpy()].reset_index()
-    valid = f"valid_{x}"
-    tracks = (requests[valid] == requests[x]).to_numpy()  # the tile is valid everywhere unless the plot fixes a count
     requests[x] = points[x].to_numpy()
-    requests.loc[tracks, valid] = points[x].to_numpy()[tracks]
+    if f"valid_{x}" not in fixed_valid:  # the curve's tiles are valid everywhere
+        requests[f"valid_{x}"] = points[x].to_numpy()
     requests["strategy"] = points["strategy"].to_numpy()
     return points.assign(predicted_cycles=sweep(requests, model=model)["cycles"].to_numpy())
 

@@ -435,11 +435,15 @@ def _partition_results(part, model: str = "auto") -> Results:
 
 def _slim(f: Frame):
     """The columns a sweep reads, compact for shipping: strings in runs as categoricals, shapes in the smallest
-    integer type that holds them."""
+    integer type that holds them; the arch even where the frame has none (the workers' environment may name
+    another default)."""
     import pandas as pd
 
     cols = {}
     for c in [*_key_columns(f), "strategy"]:
+        if c == "arch" and c in f.const:  # the client's default arch ($PTO_COST_ARCH), not each worker's
+            cols[c] = pd.Categorical.from_codes(np.zeros(f.n, dtype=np.int8), [f.const[c]], validate=False)
+            continue
         if c in f.const:
             continue
         col = f.df[c]

@@ -35,7 +35,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
              for line in {*measured_notes, *first}}
     out = df.copy()
     pred = np.full(len(out), np.nan)
-    # a row that is not priced keeps the strategy it asked for (a second predict of the output asks it again)
+    # a row that is not priced keeps the strategy it named (a second predict of the output asks it again)
     strat = (out["strategy"].astype(object).to_numpy(copy=True) if "strategy" in out
              else np.array([""] * len(out), dtype=object))
     used = np.array([""] * len(out), dtype=object)
@@ -72,7 +72,8 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
                 cache[key] = (np.nan, "", "", f"internal error: {type(exc).__name__}: {exc}")
         got, strategy, used[i], why = cache[key]
         pred[i] = got
-        if strategy or str(strat[i]).lower() == "default":  # a refused `default` is blank, as a sweep leaves it
+        # a refused `default` is blank, as a sweep leaves it; `all`, which predict does not read, stays as named
+        if strategy or str(strat[i]).lower() == "default":
             strat[i] = strategy
         note[i] = "; ".join(x for x in (measured, why, unread if got == got else "") if x)  # its own problem first
     if progress is not None:

@@ -240,6 +240,11 @@ def test_a_sweep_takes_the_default_arch_as_estimate_does(monkeypatch):
     want = estimate("TADD", "4x64", "f32", verify=False)
     out = sweep(pd.DataFrame({"op": "TADD", "dtype": "f32", "rows": [4], "cols": [64]}))
     assert (out["arch"].iloc[0], out["strategy"].iloc[0], out["cycles"].iloc[0]) == ("a5", want.strategy, want.cycles)
-    gaps = sweep(pd.DataFrame({"op": "TADD", "dtype": "f32", "arch": ["a2a3", None], "rows": 4, "cols": 64}))
-    assert gaps["arch"].tolist() == ["a2a3", "a5"] and gaps["cycles"].iloc[1] == want.cycles
+    gaps = sweep(pd.DataFrame({"op": "TADD", "dtype": "f32", "arch": ["a2a3", None, ""], "rows": 4, "cols": 64}))
+    assert gaps["arch"].tolist() == ["a2a3", "a5", "a5"] and (gaps["cycles"].iloc[1:] == want.cycles).all()
+    # dask workers get the client's default arch with the rows, not their own environment's
+    from costmodel.sweep import Frame, _slim
+
+    shipped = _slim(Frame(pd.DataFrame({"op": "TADD", "dtype": "f32", "rows": [4, 8], "cols": 64})))
+    assert shipped["arch"].tolist() == ["a5", "a5"]
 

@@ -649,10 +649,20 @@ def test_plot_prices_each_measured_row_at_its_own_width_and_leaves_out_rows_outs
                   "measured_cycles": [170.0, 160.0, 40.0, 900.0]}).to_csv(trace, index=False)
     grid = expand({"ops": ["TADD"], "dtypes": ["f32"], "archs": ["a2a3"], "rows": "64", "cols": "16:128:16"})
     points = _measured_points(str(trace), sweep(grid), "cols", "rows", None, {})
-    got = _priced_at(points, grid, "cols", "auto", str(trace))
+    got = _priced_at(points, grid, "cols", "auto", str(trace), {})
     assert sorted(got["cols"]) == [56, 64]
     for row in got.itertuples():
         one = estimate("TADD", f"64x{row.cols}", "f32", strategy=row.strategy, verify=False)
+        assert row.predicted_cycles == one.cycles
+    # a valid count the plot fixes holds at the measured widths too, even where the first sample's width equals it
+    pd.DataFrame({"arch": "a5", "op": "TADD", "dtype": "f32", "rows": 1, "cols": [640, 1280], "valid_rows": 1,
+                  "valid_cols": 64, "measured_cycles": 55.0}).to_csv(trace, index=False)
+    grid = expand({"ops": ["TADD"], "dtypes": ["f32"], "archs": ["a5"], "rows": "1", "cols": "64:1280:64",
+                   "valid_cols": 64})
+    points = _measured_points(str(trace), sweep(grid), "cols", "rows", None, {"valid_cols": 64})
+    got = _priced_at(points, grid, "cols", "auto", str(trace), {"valid_cols": 64})
+    for row in got.itertuples():
+        one = estimate("TADD", f"1x{row.cols}", "f32", arch="a5", valid=(1, 64), strategy=row.strategy, verify=False)
         assert row.predicted_cycles == one.cycles
 
 

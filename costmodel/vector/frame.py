@@ -97,9 +97,11 @@ class Frame:
 
         if "arch" not in df:
             self._add("arch", resolve_arch(None)[0])  # $PTO_COST_ARCH, else a2a3, as `estimate` defaults it
-        elif df["arch"].hasnans:  # a gap is the default arch too (and written as filled in)
-            self.given.pop("arch", None)
-            df["arch"] = df["arch"].astype(object).fillna(resolve_arch(None)[0])
+        else:
+            gap = df["arch"].isna() | (df["arch"].astype(object) == "")
+            if gap.any():  # a gap is the default arch too (and written as filled in)
+                self.given.pop("arch", None)
+                df["arch"] = df["arch"].astype(object).where(~gap, resolve_arch(None)[0])
         if "static_valid" not in df:
             self._add("static_valid", False)
 
