@@ -569,13 +569,13 @@ def _with_best_cycles(df, model: str):
 def _main_reason(df) -> str:
     """The two notes most points share (reasons that differ only in their numbers are one), with their counts, and
     how many other reasons there are."""
-    notes = df["note"].astype(str)
-    kinds = notes.str.replace(r"\d+", "N", regex=True)
-    counts = kinds.value_counts()
-    if len(counts) == 1:
-        return notes.iloc[0]
-    shown = "; ".join(f"{notes[kinds == k].iloc[0]} ({n} point(s))" for k, n in counts.head(2).items())
-    return shown + (f" (and {len(counts) - 2} other reason(s))" if len(counts) > 2 else "")
+    from fit.plots import commonest_notes
+
+    common = commonest_notes(df["note"])
+    if len(common) <= 1:
+        return common[0][0] if common else "no reason given"
+    shown = "; ".join(f"{text} ({n} point(s))" for text, n in common[:2])
+    return shown + (f" (and {len(common) - 2} other reason(s))" if len(common) > 2 else "")
 
 
 def _check_plot_names(grid, strategy: str, dst: str | None = None) -> None:

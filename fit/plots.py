@@ -382,9 +382,18 @@ def _first_reason(sub: pd.DataFrame, grid: pd.DataFrame, most: int = 110) -> str
     holes = holes[holes.isna()].index
     at = pd.MultiIndex.from_frame(sub[["rows", "cols"]])
     notes = sub.loc[at.isin(holes), "note"].astype(str) if "note" in sub else pd.Series(dtype=str)
-    notes = notes[notes != ""]
-    if notes.empty:
+    common = commonest_notes(notes)
+    if not common:
         return "no reason given"
-    kinds = notes.str.replace(r"\d+", "N", regex=True)
-    text = notes[kinds == kinds.mode().iloc[0]].iloc[0]
+    text = common[0][0]
     return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def commonest_notes(notes: pd.Series) -> list[tuple[str, int]]:
+    """Return [(a note, how many share its kind)], most shared first, over the non-empty notes: notes that differ only
+    in their numbers are one kind, shown by its first note."""
+    notes = notes.astype(str)
+    notes = notes[notes != ""]
+    kinds = notes.str.replace(r"\d+", "N", regex=True)
+    counts = kinds.value_counts()
+    return [(notes[kinds == k].iloc[0], int(n)) for k, n in counts.items()]
