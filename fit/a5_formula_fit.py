@@ -195,7 +195,7 @@ def fit_max(rows: Rows, idx: np.ndarray, shrink: float, iterations: int = 10, po
                 sol = lsq_linear(X * w[:, None], (rows.y[b] - rows.C[b]) * w, bounds=(lo, hi)).x
                 D[s] = (float(sol[0]), 1.0, float(sol[1]) if two else 0.0)
         new = np.setdiff1d(idx, bound)
-        if np.array_equal(new, res):
+        if not len(new) or np.array_equal(new, res):  # every row dispatch-bound: the P fit keeps its last rows
             break
         res = new
     return coef, D

@@ -78,6 +78,9 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
         note[i] = "; ".join(x for x in (measured, why, unread if got == got else "") if x)  # its own problem first
     if progress is not None:
         progress(len(good), len(good))
+    # a row refused before it was priced (a malformed cell, a valid region larger than its tile) as well
+    unpriced_default = np.isnan(pred) & np.array([str(v).strip().lower() == "default" for v in strat], dtype=bool)
+    strat[unpriced_default] = ""
     for col in ("rows", "cols", "valid_rows", "valid_cols"):  # read as text to be checked; numbers again when all are
         num = pd.to_numeric(out[col], errors="coerce")
         if num.notna().all() and (num == num.round()).all() and (num.abs() <= MAX_COUNT).all():

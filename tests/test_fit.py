@@ -965,3 +965,19 @@ def test_fit_refuses_traces_it_cannot_cross_validate(tmp_path, body, message):
     trace.write_text("arch,op,dtype,rows,cols,measured_cycles\n" + body)
     with pytest.raises(TraceError, match=re.escape(message)):
         fit_traces([str(trace)])
+
+
+def test_an_a5_fit_whose_rows_all_sit_on_the_dispatch_bound_still_fits(tmp_path):
+    """Few short rows can all be dispatch-bound in a fold; the P fit then keeps its rows instead of fitting none (it
+    raised ValueError from numpy)."""
+    trace = tmp_path / "short.csv"
+    trace.write_text("arch,op,dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles\n"
+                     "a5,TMINS,fp32,1,640,1,640,VFIMPL_1D_NO_POST_UPDATE,60\n"
+                     "a5,TMINS,fp32,1,640,1,640,VFIMPL_1D_POST_UPDATE,61\n"
+                     "a5,TMINS,fp32,1,640,1,577,VFIMPL_1D_POST_UPDATE,61\n"
+                     "a5,TMINS,fp32,3,160,3,128,VFIMPL_1D_NO_POST_UPDATE,66\n")
+    table = tmp_path / "params.csv"
+    table.write_text((ROOT / "data" / "formula_params.csv").read_text())
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(table)], capture_output=True,
+                       text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-800:]

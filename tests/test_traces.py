@@ -388,13 +388,15 @@ def test_predict_prices_rows_whose_measurement_is_wrong_and_keeps_the_asked_stra
     assert out.loc[4, "strategy"] == "2d-no-post-update" and np.isfinite(out.loc[4, "predicted_cycles"])
     # refused before its request exists (the unified buffer): spelled, or left blank for `default`, as a sweep does
     big = write(tmp_path, "a2a3,TMINS,f16,1024,1024,1lnorm\na2a3,TMINS,f16,1024,1024,DEFAULT\n"
-                          "a2a3,TMINS,f16,64,64,bogus\n", header="arch,op,dtype,rows,cols,strategy\n")
+                          "a2a3,TMINS,f16,64,64,bogus\na2a3,TMINS,fq16,64,64,default\n",
+                header="arch,op,dtype,rows,cols,strategy\n")
     from costmodel import sweep
 
     refused = predict_frame(read_trace(big))
     swept = sweep(pd.read_csv(big, dtype=str).astype({"rows": int, "cols": int}))
     assert refused["predicted_cycles"].isna().all() and "unified buffer" in refused.loc[0, "note"]
-    assert refused["strategy"].tolist() == swept["strategy"].astype(str).tolist() == ["1LNorm", "", "bogus"]
+    assert "unknown dtype" in refused.loc[3, "note"]  # refused by the trace check, before any request: blank too
+    assert refused["strategy"].tolist() == swept["strategy"].astype(str).tolist() == ["1LNorm", "", "bogus", ""]
     again = predict_frame(out.drop(columns=["line"], errors="ignore"))
     assert np.isnan(again.loc[3, "predicted_cycles"]) and again.loc[3, "strategy"] == "1d-post-update"
 
