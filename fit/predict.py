@@ -72,13 +72,13 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
                 cache[key] = (np.nan, "", "", f"internal error: {type(exc).__name__}: {exc}")
         got, strategy, used[i], why = cache[key]
         pred[i] = got
-        # a refused `default` is blank, as a sweep leaves it; `all`, which predict does not read, stays as named
-        if strategy or str(strat[i]).lower() == "default":
+        if strategy:
             strat[i] = strategy
         note[i] = "; ".join(x for x in (measured, why, unread if got == got else "") if x)  # its own problem first
     if progress is not None:
         progress(len(good), len(good))
-    # a row refused before it was priced (a malformed cell, a valid region larger than its tile) as well
+    # a refused `default` is blank, as a sweep leaves it, whatever refused it (the trace check, the request, the
+    # model); `all`, which predict does not read, stays as named
     unpriced_default = np.isnan(pred) & np.array([str(v).strip().lower() == "default" for v in strat], dtype=bool)
     strat[unpriced_default] = ""
     for col in ("rows", "cols", "valid_rows", "valid_cols"):  # read as text to be checked; numbers again when all are
