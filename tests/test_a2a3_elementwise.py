@@ -344,3 +344,23 @@ def test_an_in_place_estimate_says_in_place_is_not_priced_differently():
     assert in_place.cycles == out_of_place.cycles  # the same intrinsics
     assert any("in place is priced like the out-of-place plan" in n for n in in_place.notes)
     assert not any("in place" in n for n in out_of_place.notes)
+
+
+@pytest.mark.parametrize("op", ["TMINS", "TADDS", "TADD", "TEXP"])
+@pytest.mark.parametrize("shape", [(64, 64), (16, 256), (256, 128), (2, 4096), (1, 3600)])
+def test_the_default_modes_note_says_why_and_what_a_static_valid_shape_would_emit(op, shape):
+    """An estimate notes the §6 rule behind its default mode; where it says a static valid shape would emit
+    another mode, that is the mode the same request with a static valid shape picks."""
+    from costmodel import estimate
+
+    e = estimate(op, shape, "f16", verify=False)
+    (why,) = [n for n in e.notes if "costmodel.md §6" in n]
+    assert why.startswith(f"{e.strategy} by costmodel.md §6: ")
+    if "declared dynamic" in why:
+        static = estimate(op, shape, "f16", static_valid=True, verify=False)
+        assert why.endswith(f"with a static valid shape the kernel emits {static.strategy}")
+        assert static.strategy != e.strategy
+    forced = next(s for s in lower.legal_strategies(e.request) if s != e.strategy)
+    other = estimate(op, shape, "f16", strategy=forced, verify=False)
+    assert any(n.startswith(f"{forced} as asked; the default would be {e.strategy} by costmodel.md §6")
+               for n in other.notes)

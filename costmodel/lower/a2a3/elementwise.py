@@ -35,37 +35,64 @@ def _runtime_contiguous(t: Tile) -> bool:
     return t.valid_cols == t.cols or t.valid_rows <= 1
 
 
-def _two_level_choice(tiles: list[Tile], vc: int, epr: int) -> str:
-    """The non-contiguous (2-level) rule shared by binary-scalar, binary and unary ops."""
+def _two_level_choice(tiles: list[Tile], vc: int, epr: int) -> tuple[str, str]:
+    """The non-contiguous (2-level) rule shared by binary-scalar, binary and unary ops: (mode, why)."""
+    ncr = ", ".join(sorted({f"{t.cols // epr}" for t in tiles}))
     if all(t.cols // epr > 1 and t.rows * (t.cols // epr) < SMALL_RPT for t in tiles):
-        return "2LCount"
+        return "2LCount", f"ncr = Cols/EPR = {ncr} > 1 and Rows·ncr < {SMALL_RPT}"
     if all(t.rows < t.cols // epr + 1 for t in tiles):
-        return "2LCount" if vc % epr else "2LNormColVLAlign"
-    return "2LNormRowRpt"
+        if vc % epr:
+            return "2LCount", f"Rows < ncr + 1 (ncr = {ncr}) and valid cols {vc} leave a tail of {vc % epr}"
+        return "2LNormColVLAlign", f"Rows < ncr + 1 (ncr = {ncr}) and valid cols {vc} are whole repeats"
+    return "2LNormRowRpt", f"ncr = Cols/EPR = {ncr}, Rows >= ncr + 1: one call per column chunk over the rows"
 
 
 def default_mode(rule: str, req: Request, epr: int) -> str:
     """Return the mode the A2/A3 PTO implementation picks for this request (costmodel.md §6)."""
+    return default_choice(rule, req, epr)[0]
+
+
+def default_choice(rule: str, req: Request, epr: int) -> tuple[str, str]:
+    """Return (the mode the A2/A3 PTO implementation picks for this request, why: the rule of costmodel.md §6 that
+    picks it, and where a dynamic valid shape costs a faster mode, the mode a static one gives)."""
     tiles = [t for _, t in req.tiles]
     d = req.dst
     vr, vc = d.valid_rows, d.valid_cols
     same_shape = len({t.shape for t in tiles}) == 1
     if rule == "rows_count":
-        return "2LCount"
+        return "2LCount", "this sequence runs its rows in count mode"
     if rule == "binary":
         if d.rows <= _A.max_repeat and d.cols < epr:
-            return "1LNormSmall"
+            return "1LNormSmall", (f"Rows {d.rows} <= {_A.max_repeat} and Cols {d.cols} < EPR {epr}: the small-shape "
+                                   "case")
         if not same_shape:
-            return "2LNormRowRpt"
+            return "2LNormRowRpt", "tiles of different shapes go straight to RowRpt"
     if all(_static_contiguous(t) for t in tiles):
-        total = math.ceil(d.rows * d.cols / epr)
-        non_vl = d.cols % epr != 0 and d.cols > epr and rule != "unary"
-        return "1LCount" if non_vl or total > _A.max_repeat else "1LNorm"
+        mode, why = _one_level(rule, d.rows * d.cols, d.cols, epr)
+        return mode, f"static-continuous tiles: {why}"
     if rule in ("binary", "unary") and same_shape and all(_runtime_contiguous(t) for t in tiles):
-        total = math.ceil(vr * vc / epr)
-        non_vl = vc > epr and vc % epr != 0 and rule == "binary"
-        return "1LCount" if non_vl or total > _A.max_repeat else "1LNorm"
-    return _two_level_choice(tiles, vc, epr)
+        mode, why = _one_level(rule, vr * vc, vc, epr)
+        return mode, f"contiguous at run time (valid cols == cols, or one row): {why}"
+    mode, why = _two_level_choice(tiles, vc, epr)
+    why = f"not static-continuous: {why}"
+    if vr == d.rows and vc == d.cols and not d.static_valid:
+        static = _one_level(rule, d.rows * d.cols, d.cols, epr)[0]
+        if static != mode:
+            why += (f"; the valid region is the whole tile but declared dynamic: with a static valid shape the kernel "
+                    f"emits {static}")
+    return mode, why
+
+
+def _one_level(rule: str, n: int, width: int, epr: int) -> tuple[str, str]:
+    """The count/norm choice over one contiguous run of n elements, `width` a row (unary ops skip the non-VL test)."""
+    total = math.ceil(n / epr)
+    non_vl = width % epr != 0 and width > epr and rule != "unary"
+    if total > _A.max_repeat:
+        return "1LCount", f"{total} repeats > {_A.max_repeat}"
+    if non_vl:
+        return "1LCount", f"a row of {width} is not whole repeats of {epr}"
+    whole = f", rows of whole repeats of {epr}" if width > epr and rule != "unary" else ""
+    return "1LNorm", f"{total} repeats <= {_A.max_repeat}{whole}"
 
 
 def legal_modes(rule: str, req: Request, epr: int) -> dict[str, str | None]:
@@ -114,6 +141,10 @@ def lower(req: Request, strategy: str) -> Plan:
     mode = default_mode(row.rule, req, epr_of(req, row)) if strategy in named else strategy
     buffers, body, fallback = sequence.issue(req, row, mode)
     notes = []
+    if strategy not in named and row.rule != "scalar_loop":  # why the default (costmodel.md §6), as A5 plans say
+        default, why = default_choice(row.rule, req, epr_of(req, row))
+        why = f"{default} by costmodel.md §6: {why}"
+        notes.append(why if strategy == default else f"{strategy} as asked; the default would be {why}")
     if strategy in named:
         notes.append(f"{strategy}: the sequence of data/a2a3_lowering.csv ({row.source}) issued in mode {mode}")
     if fallback:
