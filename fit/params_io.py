@@ -117,10 +117,11 @@ def own_verdicts(old: list[ParamRow], new: list[ParamRow]) -> dict[tuple, tuple[
 
 def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
     """Return, per op key or intrinsic class the fit observed but whose table rows it does not replace (too few
-    observations, `own_verdicts`), what was kept: the key's fields, the table's and the fit's observations, and a
-    sentence saying so."""
+    observations, or fewer than the table's over a narrower extent: `own_verdicts`), what was kept: the key's fields,
+    the table's and the fit's observations, and a sentence saying so."""
     new = _with_coefficients(new)
     verdicts = own_verdicts(old, new)
+    reach_old, reach_new = _extents(old), _extents(new)
     out, seen = [], set()
     for r in new:
         g = _group(r)
@@ -135,7 +136,7 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
         if n_new < MIN_OWN_OBS:
             why = f"this trace measures it {times}, fewer than the {MIN_OWN_OBS} that replace them"
         else:
-            theirs, ours = (reach.get(g, {}) for reach in (_extents(old), _extents(new)))
+            theirs, ours = reach_old.get(g, {}), reach_new.get(g, {})
             why = (f"this trace measures it {times} over {_reach(ours)}, the table's rows over {_reach(theirs)}: "
                    "fewer observations replace them only where they span as many chunks and rows")
         out.append({"arch": r.arch, "scope": r.scope, "name": r.name, "dtype": dtype or "*", "dst_dtype": r.dst_dtype,
