@@ -21,6 +21,7 @@ REQUEST_OPTIONS: dict[str, tuple[Any, Any]] = {
     "dst_dtype": (Annotated[Optional[str], typer.Option("--dst-dtype", help="Destination element type (conversions).", rich_help_panel=REQ)], None),
     "scalar": (Annotated[Optional[str], typer.Option("--scalar", help="Scalar operand of tile-scalar ops (default: a small value in the op's domain).", rich_help_panel=OPS)], None),
     "order": (Annotated[Optional[str], typer.Option("--order", help="TDIVS operand order: tile_scalar (src/s, default) or scalar_tile (s/src).", rich_help_panel=OPS)], None),
+    "cmp_mode": (Annotated[Optional[str], typer.Option("--cmp-mode", help="TCMP/TCMPS compare mode: eq (default) ne lt le gt ge (A2/A3 i32: eq only).", rich_help_panel=OPS)], None),
     "src0_valid": (Annotated[Optional[str], typer.Option("--src0-valid", help="TPART*: valid region of src0 (default: dst's).", rich_help_panel=OPS)], None),
     "src1_valid": (Annotated[Optional[str], typer.Option("--src1-valid", help="TPART*: valid region of src1 (default: dst's).", rich_help_panel=OPS)], None),
     "expand_mode": (Annotated[Optional[int], typer.Option("--expand-mode", help="TROWEXPAND*: 1 = col-major Rx1 scalars, 2 = row-major one 32-byte block per row.", rich_help_panel=OPS)], None),

@@ -65,8 +65,9 @@ class SetVectorMask:
     hi: int
     lo: int
 
-    def listing(self) -> str:
-        if self.hi == 0 and self.lo < (1 << 32) and self.lo and (self.lo & (self.lo + 1)):
+    def listing(self, counting: bool = False) -> str:
+        """The call as listed: the count in decimal under counter mode, else the two mask halves in hex."""
+        if counting:
             return f"  set_vector_mask(0, {self.lo})"
         return f"  set_vector_mask(0x{self.hi:016x}, 0x{self.lo:016x})"
 

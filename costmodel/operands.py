@@ -184,6 +184,8 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
                 tiles = [("dst", dst), ("src0", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src0")), ("src1", src1)]
         elif fam in ("row_expand", "row_expand_binary"):
             tiles, params = _row_expand_tiles(inst, dt, (rows, cols), dst, sv, params)
+        elif inst.name in COMPARES:
+            tiles, params = _compare_tiles(inst, arch, dt, (rows, cols), dst, sv, params)
         else:
             tiles, params = _other_tiles(inst, dt, (rows, cols), dst, sv, params)
     tiles, params = _arch_rules(inst, arch, dt, tiles, params)
@@ -348,8 +350,26 @@ def _other_tiles(inst, dt, shape, dst, sv, params):
     return [("dst", dst)], params
 
 
-def _mask_tile(shape, valid, sv) -> Tile:
-    """TSEL mask: u8, one bit per element, row i of dst reads mask row i (bit j%8 of byte j//8, LSB first).
+COMPARES = ("TCMP", "TCMPS")  # write a packed mask tile (isa.md §4.5)
+CMP_MODES = ("eq", "ne", "lt", "le", "gt", "ge")  # CmpMode (isa.md §3 row 22)
+
+
+def _compare_tiles(inst, arch, dt, shape, dst, sv, params):
+    """TCMP (dst mask, src0, src1) and TCMPS (dst mask, src0; scalar form): the mask as TSEL reads it, one bit per
+    element of the src0 valid region (isa.md §4.5); the compare mode EQ unless --cmp-mode says otherwise."""
+    if 0 in dst.valid:
+        raise ShapeError(f"valid region {dst.valid[0]}x{dst.valid[1]} is empty; {inst.name} needs at least 1x1")
+    params["cmp_mode"] = choice(params.get("cmp_mode", "eq"), CMP_MODES, "--cmp-mode")
+    sources = ("src0", "src1") if inst.name == "TCMP" else ("src0",)
+    if inst.name == "TCMPS":
+        params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"))
+    return [("dst", _mask_tile(shape, dst.valid, sv, name="dst"))] + [
+        (n, _tile(shape, dt, dst.valid, static_valid=sv, name=n)) for n in sources], params
+
+
+def _mask_tile(shape, valid, sv, name: str = "mask") -> Tile:
+    """The packed mask TSEL reads and TCMP/TCMPS write: u8, one bit per element, row i of the data is mask row i
+    (bit j%8 of byte j//8, LSB first).
 
     The A5 bit layout is target-defined (isa.md §4.5); we model the per-row layout, which equals the CPU's
     continuous stream when valid cols are a multiple of 8 and mask rows hold exactly cols bits (inferred).
@@ -357,7 +377,7 @@ def _mask_tile(shape, valid, sv) -> Tile:
     """
     rows, cols = shape
     mcols = -(-math.ceil(cols / 8) // 32) * 32
-    return _tile((rows, mcols), "u8", (valid[0], math.ceil(valid[1] / 8)), static_valid=sv, name="mask")
+    return _tile((rows, mcols), "u8", (valid[0], math.ceil(valid[1] / 8)), static_valid=sv, name=name)
 
 
 VF_IMPL_KINDS = ("VFIMPL_DEFAULT", "VFIMPL_1D_NO_POST_UPDATE", "VFIMPL_2D_NO_POST_UPDATE", "VFIMPL_1D_POST_UPDATE",
@@ -393,7 +413,7 @@ PARAM_FAMILIES = {
 SHARED_PARAMS = ("in_place", "vf_impl_kind", "precision", "src_valid")
 # parameters only some ops of a family honour: the plan of another would ignore them (TSUBS scalar_tile would still
 # compute src - s while its golden computes s - src)
-PARAM_OPS = {"order": ("TDIVS",)}
+PARAM_OPS = {"order": ("TDIVS",), "cmp_mode": COMPARES}
 
 
 def _check_param_names(params: dict) -> None:

@@ -52,8 +52,16 @@ class Plan:
             base = constants(self.arch).ub_bytes if buf.space == "gm" else 0
             lines.append(f"; {buf.name:<{width}} @{buf.space.upper()}+{buf.offset - base:<6} {role} {buf.tile.describe()}")
         lines.extend(f"; note: {n}" for n in self.notes)
+        from .isa_a2a3 import SetMaskMode, SetVectorMask
+
+        counting = False  # an A2/A3 mask write is a count under counter mode
         for instr in self.body:
-            lines.extend(instr.listing_lines() if hasattr(instr, "listing_lines") else [instr.listing()])
+            if isinstance(instr, SetMaskMode):
+                counting = instr.mode == "count"
+            if isinstance(instr, SetVectorMask):
+                lines.append(instr.listing(counting))
+            else:
+                lines.extend(instr.listing_lines() if hasattr(instr, "listing_lines") else [instr.listing()])
         return "\n".join(lines)
 
     def counts(self) -> dict[str, int]:

@@ -33,7 +33,7 @@ from .vector.frame import runs as _runs
 from .vector.output import Caveats, Entries, Results, assemble, concat
 
 REQUEST_COLUMNS = ("op", "dtype", "dst_dtype", "arch", "rows", "cols", "valid_rows", "valid_cols", "static_valid")
-PARAM_COLUMNS = ("scalar", "order", "src0_valid", "src1_valid", "expand_mode", "expanded", "idx_dtype", "in_place",
+PARAM_COLUMNS = ("scalar", "order", "cmp_mode", "src0_valid", "src1_valid", "expand_mode", "expanded", "idx_dtype", "in_place",
                  "vf_impl_kind", "precision", "round_mode", "saturation", "repeat", "mask", "dst_rep_stride",
                  "src_blk_stride", "src_rep_stride", "binary", "dst_layout", "src_layout", "gm_shape", "gm_dynamic",
                  "pad", "src_valid", "layout", "src_loc", "dst_loc")

@@ -42,7 +42,7 @@ def row_where(row: Any, with_trace: bool = False) -> str:
 # cases file names op parameters like the options); options of the commands themselves (--model) stay as they are
 _TRACE_NAME = {"shape": "rows/cols", "valid": "valid_rows/valid_cols", "saturation": "saturation_mode",
                **{o: o.replace("-", "_") for o in ("scalar", "dst-dtype", "expand-mode", "expanded", "strategy",
-                                                    "src-valid", "order", "in-place", "dst-layout", "arch",
+                                                    "src-valid", "order", "cmp-mode", "in-place", "dst-layout", "arch",
                                                     "round-mode")}}
 _OPTION = re.compile(r"--(" + "|".join(sorted(_TRACE_NAME, key=len, reverse=True)) + r")\b(?!-)")
 _QUOTED = re.compile(r"('[^']*'|\"[^\"]*\"|`[^`]*`)")

@@ -129,7 +129,22 @@ def _compare(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorS
     got = _two_sources(ub, bases, op, state)
     if got is None:
         return
-    act, k, a, b = got
+    _, k, a, b = got
+    _write_bits(ub, bases, op, k, a, b, kernel)
+
+
+def _compare_scalar(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
+    """vcmpvs_<mode>(dst, src, scalar): as vcmpv with the scalar in place of the second source (isa.md §7.1)."""
+    dt = as_dtype(op.dtype)
+    act, k = _mask_bits(state, _A.repeat_bytes * 8 // dt.bits, op.repeat)
+    if not k.size:
+        return
+    a = ub.read(_addresses(bases[op.srcs[0].buf], op.srcs[0], dt.bits // 8, act.shape)[act], dt)
+    _write_bits(ub, bases, op, k, a, np.asarray(op.scalar).astype(dt.np), kernel)
+
+
+def _write_bits(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, k: np.ndarray, a, b, kernel: str) -> None:
+    """Write the predicate of each active lane k as bit k of the dst operand (LSB first)."""
     with np.errstate(invalid="ignore"):
         bits = _PREDICATES[kernel](a, b).astype(np.uint8)
     base = bases[op.dst.buf] + op.dst.offset
@@ -253,7 +268,8 @@ def _barrier(ub: UnifiedBuffer, bases: dict[str, int], op: PipeBarrier, state: V
 
 KIND_HANDLERS.update({kind: functools.partial(_elementwise, kind=kind)
                       for kind in ("unary", "binary", "scalar", "axpy", "dup", "convert")})
-KIND_HANDLERS.update({"block_reduce": _block_reduce, "compare": _compare, "select": _select,
+KIND_HANDLERS.update({"block_reduce": _block_reduce, "compare": _compare, "compare_scalar": _compare_scalar,
+                      "select": _select,
                       "brcb": _broadcast_blocks, "gather": _gather})
 HANDLERS.update({
     VecOp: _vec_op,

@@ -5,6 +5,8 @@
 * Copies of whole 32-byte blocks may overwrite padding after the valid region inside the last block
   of a row (isa.md §1.3); those elements are `free`.
 * TLOAD with a pad value defines the whole tile, so the whole tile is checked.
+* TCMP/TCMPS write one bit per element: in a row's last mask byte only the bits of valid elements are compared
+  (what the NPU leaves in the others is not documented; the CPU zeroes them).
 """
 from __future__ import annotations
 
@@ -96,3 +98,32 @@ def _data_movement_spec(plan: Plan, buf, spec: CheckSpec) -> CheckSpec:
     if req.op == "TMOV" and plan.strategy == "UbCopy":
         return replace(spec, free=block_padding(d.shape, d.valid, d.layout, d.dtype.bits // 8))
     return spec
+
+
+@golden_args("compare_select")
+def _compare_select_args(plan: Plan, inputs: dict) -> np.ndarray:
+    """TCMP/TCMPS: the element region is src0's (dst is the packed mask); TSEL as any op."""
+    req = plan.request
+    srcs = [inputs[name] for name, _ in req.sources]
+    if req.op in ("TCMP", "TCMPS"):
+        return golden(req.op, *srcs, valid=req.tile("src0").valid, dst_shape=req.dst.shape, **dict(req.params))
+    return golden(req.op, *srcs, valid=req.dst.valid, **dict(req.params))
+
+
+@check_spec("compare_select")
+def _compare_select_spec(plan: Plan, buf, spec: CheckSpec) -> CheckSpec:
+    """A compare's mask: the bits past the last valid element of each row are not compared; TCMPS NE inverts whole
+    mask words (isa.md §4), so padding inside the written 32-byte blocks may change."""
+    req = plan.request
+    if req.op not in ("TCMP", "TCMPS"):
+        return spec
+    d = buf.tile
+    vr, vc = req.tile("src0").valid
+    bits = np.full(d.shape, 0xFF, dtype=np.uint8)
+    if vc % 8:
+        bits[:vr, vc // 8] = (1 << (vc % 8)) - 1
+    free = block_padding(d.shape, d.valid, d.layout, 1) if req.op == "TCMPS" and req.param("cmp_mode") == "ne" \
+        else spec.free
+    note = f"bits of {vr}x{vc} elements" + (f"; the last {8 - vc % 8} bit(s) of each row's last byte are padding"
+                                             if vc % 8 else "")
+    return replace(spec, bits=bits, free=free, note=note)

@@ -44,6 +44,7 @@ _FLOAT_DOMAINS = {
     "pow": _uniform(0.5, 4.0),
     "exp": _uniform(-5.0, 5.0),
     "expdif": _uniform(-5.0, 5.0),
+    "ties": lambda rng, shape: rng.integers(-4, 5, size=shape).astype(np.float64),  # compares: equal values are common
 }
 _INT_ROLES = {  # (lo, hi) of the integers drawn, given the type's width in bits
     "shift": lambda bits: (0, bits),
@@ -56,6 +57,7 @@ _INT_DOMAINS = {
     "positive": (1, 100),
     "positive_nonzero": (1, 100),
     "nonneg": (1, 100),
+    "ties": (-4, 5),
 }
 
 
@@ -166,6 +168,6 @@ def default_scalar(dt: DType, domain: str, kernel: str):
         return 2
     if kernel == "lrelu":
         return 0.125
-    if kernel == "pow":
+    if kernel in ("pow", "compare"):  # a compare's scalar among its small-integer data: EQ holds for some elements
         return 2
     return 3 if dt.is_integer else 1.5

@@ -220,6 +220,8 @@ def _match_note(buf, spec: "CheckSpec") -> str:
     if spec.free.any():
         untouched = "; outside the valid region only padding inside written 32-byte blocks may change"
     note = f" ({spec.note})" if spec.note else ""
+    if spec.bits is not None:
+        return f"{region} mask bytes match the golden bit for bit{untouched}{note}"
     return f"{region} elements match the golden (eps {spec.eps:g}){untouched}{note}"
 
 
@@ -232,7 +234,10 @@ def _check_output(buf, before, after, expected: np.ndarray, spec: "CheckSpec", p
     t = buf.tile
     got = after.tile(buf.offset, t)
     initial = before.tile(buf.offset, t)
-    bad = compare(got, expected, spec.eps) & spec.checked
+    if spec.bits is None:
+        bad = compare(got, expected, spec.eps) & spec.checked
+    else:
+        bad = ((got & spec.bits) != (expected & spec.bits)) & spec.checked
     label = "dst" if buf.name == "dst" else buf.name
     for i, j in _first(bad):
         problems.append((label, (i, j), got[i, j].item(), expected[i, j].item()))
@@ -258,6 +263,7 @@ class CheckSpec:
     checked: np.ndarray
     free: np.ndarray
     note: str = ""
+    bits: np.ndarray | None = None  # per element, the bits compared (integer outputs; None: all of them)
 
 
 _CHECK_SPECS = {}

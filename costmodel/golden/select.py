@@ -1,5 +1,5 @@
-"""TSEL semantics (isa.md §4.5): dst = src0 where the mask bit is 1, else src1, over the dst valid region; and
-the TGATHER index form (§4.7, `_gather`).
+"""TSEL semantics (isa.md §4.5): dst = src0 where the mask bit is 1, else src1, over the dst valid region; TCMP and
+TCMPS, which write such a mask (`_compare`); and the TGATHER index form (§4.7, `_gather`).
 
 `golden("TSEL", src0, src1, mask, valid=...)`: the operands in request order (the mask tile last).
 
@@ -31,8 +31,53 @@ def mask_bits(mask: np.ndarray, vr: int, vc: int, layout: str = "row", mask_vali
     return stream[:vr * vc].reshape(vr, vc).astype(bool)
 
 
+_PREDICATES = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+               "ge": np.greater_equal}
+CPU_EQ_TOLERANCE = 1e-9  # the CPU TCMPS's EQ: |a - b| < 1e-9 in double (isa.md §4)
+
+
+def _compare(inst, operands, valid, out, params):
+    """TCMP(src0, src1) / TCMPS(src0, scalar=): the packed mask, row r = the bits of src row r over the valid region
+    (bit j % 8 of byte j // 8, LSB first), the rest of dst 0 (the CPU zero-fills it first, isa.md §1.3, §4.5).
+
+    `cmp_mode` eq ne lt le gt ge (default eq). TCMP compares exactly (NaN: EQ false, NE true); TCMPS's EQ is the
+    CPU's |a - b| < 1e-9 and NE its negation. dst's shape comes from `out=` or `dst_shape=`, else ceil(cols / 8)
+    bytes per row.
+    """
+    want = 2 if inst.name == "TCMP" else 1
+    if len(operands) != want:
+        raise ParamError(f"{inst.name} takes {want} source tile{'s' if want > 1 else ''}, got {len(operands)}")
+    src0 = np.asarray(operands[0])
+    vr, vc = _region(valid, src0.shape)
+    mode = str(params.get("cmp_mode", "eq")).lower()
+    if mode not in _PREDICATES:
+        raise ParamError(f"unknown cmp_mode {mode!r}; accepted: {', '.join(_PREDICATES)}")
+    a = src0[:vr, :vc]
+    with np.errstate(invalid="ignore"):
+        if inst.name == "TCMP":
+            bits = _PREDICATES[mode](a, np.asarray(operands[1])[:vr, :vc])
+        elif mode in ("eq", "ne"):
+            eq = np.abs(a.astype(np.float64) - float(_scalar_of(params))) < CPU_EQ_TOLERANCE
+            bits = eq if mode == "eq" else ~eq
+        else:
+            bits = _PREDICATES[mode](a, np.asarray(_scalar_of(params)).astype(src0.dtype))
+    shape = np.shape(out) if out is not None else params.get("dst_shape") or (src0.shape[0], math.ceil(src0.shape[1] / 8))
+    dst = np.zeros(tuple(shape), dtype=np.uint8)
+    packed = np.packbits(bits, axis=1, bitorder="little")[:, :dst.shape[1]]
+    dst[:vr, :packed.shape[1]] = packed
+    return dst
+
+
+def _scalar_of(params):
+    if params.get("scalar") is None:
+        raise ParamError("TCMPS needs a scalar (scalar=...)")
+    return params["scalar"]
+
+
 @register("compare_select")
 def _select(inst, operands, valid, out, params):
+    if inst.name in ("TCMP", "TCMPS"):
+        return _compare(inst, operands, valid, out, params)
     if inst.name != "TSEL":
         raise NotModelledError(f"no golden semantics for {inst.name} yet")
     src0, src1, mask = (np.asarray(a) for a in operands)

@@ -44,11 +44,18 @@ KINDS = {
 }
 
 
+# costmodel.md §5: vcmpv_ge and vcmpv_ne have their own stub row (14/2/22); the other compares (vcmpv eq/gt/le/lt,
+# vcmpvs_*) are in the default class
+_COMPARE_CLASS = {"vcmpv_ge": "vcmpv", "vcmpv_ne": "vcmpv"}
+
+
 def cost_class(intrinsic: str) -> str:
-    """Map an intrinsic name to its parameter class (`vconv_f322f16r` -> `vconv`, `vcmpv_lt` -> `vcmpv`)."""
-    for prefix in ("vconv", "vcmpv"):
-        if intrinsic.startswith(prefix):
-            return prefix
+    """Map an intrinsic name to its parameter class (`vconv_f322f16r` -> `vconv`, `vcmpv_ne` -> `vcmpv`,
+    `vcmpv_lt` and `vcmpvs_eq` -> `default`)."""
+    if intrinsic.startswith("vconv"):
+        return "vconv"
+    if intrinsic.startswith("vcmpv"):
+        return _COMPARE_CLASS.get(intrinsic, "default")
     return intrinsic
 
 
@@ -236,6 +243,8 @@ def measured_dtypes(table: ParamTable) -> dict[str, tuple[str, ...]]:
 
 
 def _unmeasured_note(cls: str, dt: str, measured: tuple[str, ...]) -> str:
+    if cls == "default":
+        cls = "the default class (intrinsics with no stub row of their own, costmodel.md §5)"
     elsewhere = f" {dt} row exercises {cls} (measured in {' '.join(measured)} only)" if measured else f" row exercises {cls}"
     return (f"no measured{elsewhere}: priced by its cost family's fitted values or the reference's constants "
             "(data/a2a3_priors.csv)")

@@ -153,7 +153,7 @@ def _convert_form(rep: Request, table) -> RowForm | None:
 
 def _select_form(rep: Request, table) -> RowForm | None:
     """TSEL: one vsel through the packed mask (lower/a2a3/select.py)."""
-    step, bufs = select.step(rep)
+    (step,), bufs = select.steps(rep)
     return _form(rep, "select", step.epr, [(step, Fraction(1))], bufs, set(), table)
 
 
@@ -457,7 +457,7 @@ def prepare(rep: Request, make, models) -> Prepared | None:
             _, strat_table = convert.strategies(rep)
             alts, base_form = {}, _convert_form(rep, table)
         elif rep.family == "compare_select":
-            if not select.lowers(rep.op):
+            if rep.op != "TSEL":  # TCMP/TCMPS write the mask as dst: the sweep lowers each request
                 return None
             _, strat_table = select.strategies(rep)
             alts, base_form = {}, _select_form(rep, table)
