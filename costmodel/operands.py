@@ -184,8 +184,8 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
                 tiles = [("dst", dst), ("src0", _tile((rows, cols), dt, (vr, vc), static_valid=sv, name="src0")), ("src1", src1)]
         elif fam in ("row_expand", "row_expand_binary"):
             tiles, params = _row_expand_tiles(inst, dt, (rows, cols), dst, sv, params)
-        elif inst.name in COMPARES:
-            tiles, params = _compare_tiles(inst, arch, dt, (rows, cols), dst, sv, params)
+        elif inst.name in (*COMPARES, "TSELS"):
+            tiles, params = _mask_op_tiles(inst, arch, dt, (rows, cols), dst, sv, params)
         else:
             tiles, params = _other_tiles(inst, dt, (rows, cols), dst, sv, params)
     tiles, params = _arch_rules(inst, arch, dt, tiles, params)
@@ -354,21 +354,25 @@ COMPARES = ("TCMP", "TCMPS")  # write a packed mask tile (isa.md §4.5)
 CMP_MODES = ("eq", "ne", "lt", "le", "gt", "ge")  # CmpMode (isa.md §3 row 22)
 
 
-def _compare_tiles(inst, arch, dt, shape, dst, sv, params):
-    """TCMP (dst mask, src0, src1) and TCMPS (dst mask, src0; scalar form): the mask as TSEL reads it, one bit per
-    element of the src0 valid region (isa.md §4.5); the compare mode EQ unless --cmp-mode says otherwise."""
+def _mask_op_tiles(inst, arch, dt, shape, dst, sv, params):
+    """TCMP (dst mask, src0, src1) and TCMPS (dst mask, src0; scalar form), which write a packed mask as TSEL reads
+    it, one bit per element of the src0 valid region (isa.md §4.5), in compare mode EQ unless --cmp-mode says
+    otherwise; TSELS (dst, src, mask; scalar), which reads one."""
     if 0 in dst.valid:
         raise ShapeError(f"valid region {dst.valid[0]}x{dst.valid[1]} is empty; {inst.name} needs at least 1x1")
+    if inst.name != "TCMP":
+        params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"))
+    if inst.name == "TSELS":
+        return [("dst", dst), ("src", _tile(shape, dt, dst.valid, static_valid=sv, name="src")),
+                ("mask", _mask_tile(shape, dst.valid, sv))], params
     params["cmp_mode"] = choice(params.get("cmp_mode", "eq"), CMP_MODES, "--cmp-mode")
     sources = ("src0", "src1") if inst.name == "TCMP" else ("src0",)
-    if inst.name == "TCMPS":
-        params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"))
     return [("dst", _mask_tile(shape, dst.valid, sv, name="dst"))] + [
         (n, _tile(shape, dt, dst.valid, static_valid=sv, name=n)) for n in sources], params
 
 
 def _mask_tile(shape, valid, sv, name: str = "mask") -> Tile:
-    """The packed mask TSEL reads and TCMP/TCMPS write: u8, one bit per element, row i of the data is mask row i
+    """The packed mask TSEL and TSELS read and TCMP/TCMPS write: u8, one bit per element, row i of the data is mask row i
     (bit j%8 of byte j//8, LSB first).
 
     The A5 bit layout is target-defined (isa.md §4.5); we model the per-row layout, which equals the CPU's

@@ -141,3 +141,25 @@ def test_sweep_takes_the_mode_column():
     assert "only EQ" in out["note"][1]
     one = costmodel.estimate("TCMP", "16x64", "f32", arch="a2a3", cmp_mode="gt", verify=False)
     assert out["cycles"][0] == pytest.approx(one.cycles)
+
+
+@settings(max_examples=60, deadline=None)
+@given(dt=st.sampled_from(["i16", "u16", "i32", "u32", "f16", "bf16", "f32"]), data=st.data())
+def test_tsels_verifies_in_every_strategy_with_the_scalar_broadcast_first(dt, data):
+    (rows, cols), (vr, vc) = data.draw(shape_and_valid(BITS[dt]))
+    req = request("TSELS", (rows, cols), dt, "a2a3", valid=(vr, vc), scalar=data.draw(st.integers(0, 3)))
+    for s in lower.legal_strategies(req):
+        plan = lower.lower(req, s)
+        v = verify(plan, seed=data.draw(st.integers(0, 3)))
+        assert v.ok, (req.describe(), s, v.note, v.mismatches)
+        calls = [i.intrinsic for i in plan.body if isinstance(i, VecOp)]
+        n = 1 if s == "1LCount" else vr
+        assert calls == ["vector_dup"] * n + ["vsel"] * n
+        assert plan.buffer("tmp").scratch
+
+
+def test_tsels_golden_takes_the_scalar_where_the_bit_is_clear():
+    src = np.arange(10, dtype=np.int32).reshape(1, 10)
+    mask = np.array([[0b10100101, 0b01]], dtype=np.uint8)
+    got = golden("TSELS", src, mask, scalar=-1)
+    assert got.tolist() == [[0, -1, 2, -1, -1, 5, -1, 7, 8, -1]]

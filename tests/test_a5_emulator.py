@@ -36,7 +36,7 @@ OPS = {
     "row_expand": ["TROWEXPAND"],
     "row_expand_binary": ["TROWEXPANDADD", "TROWEXPANDSUB", "TROWEXPANDMUL", "TROWEXPANDDIV", "TROWEXPANDMAX",
                           "TROWEXPANDMIN", "TROWEXPANDEXPDIF"],
-    "compare_select": ["TSEL"],
+    "compare_select": ["TSEL", "TSELS"],
     "ternary": ["TMULADDDST", "TFUSEDMULADDRELU"],
     "tile_scalar_tile": ["TADDSC", "TSUBSC"],
     "fused_scalar": ["TAXPY"],
@@ -242,8 +242,8 @@ def test_tsel_with_full_range_masks(data):
         before, after = emu.run(plan, inputs, 1)
         dst = plan.buffer("dst")
         got = after.tile(dst.offset, dst.tile)
-        want = golden("TSEL", inputs["src0"], inputs["src1"], inputs["mask"], valid=req.dst.valid,
-                      out=before.tile(dst.offset, dst.tile))
+        srcs = [inputs[n] for n, _ in req.sources]  # TSEL (src0, src1, mask), TSELS (src, mask) and its scalar
+        want = golden(req.op, *srcs, valid=req.dst.valid, out=before.tile(dst.offset, dst.tile), **dict(req.params))
         assert got.tobytes() == want.tobytes(), (req.describe(), strategy)
 
 

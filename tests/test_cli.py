@@ -422,7 +422,7 @@ def test_ops_lists_the_catalogue():
     assert "TMINS" in names and "TMATMUL_MX" not in names
     # "modelled" is per op: a family's lowering may cover only some of its ops
     modelled = {i["name"]: i["a2a3_modelled"] for i in doc["instructions"]}
-    assert modelled["TSEL"] and modelled["TGATHER"] and not modelled["TSELS"] and not modelled["TGATHERB"]
+    assert modelled["TSEL"] and modelled["TSELS"] and modelled["TGATHER"] and not modelled["TGATHERB"]
     # data movement and row reductions lower only some of their ops on A2/A3
     assert modelled["TLOAD"] and modelled["TMOV"] and not modelled["TCONCAT"] and not modelled["TTRANS"]
     assert modelled["TROWSUM"] and not modelled["TROWPROD"] and not modelled["TPairReduceSum"]
@@ -444,12 +444,12 @@ def test_ops_lists_the_catalogue():
     assert costmodel.modelled_dtypes("TROWSUM", "a2a3") == ("f16", "f32")
     doc5 = json.loads(run("ops", "--arch", "a5", "--json").stdout)["instructions"]
     a5 = {i["name"]: i["a5_modelled"] for i in doc5}
-    assert a5["TSEL"] and a5["TCVT"] and a5["TPARTARGMAX"] and not a5["TSELS"] and not a5["TGATHER"]
+    assert a5["TSEL"] and a5["TCVT"] and a5["TPARTARGMAX"] and a5["TSELS"] and not a5["TCMP"] and not a5["TGATHER"]
     # which model prices each modelled op: measured ops by their own formula, unmeasured ones by their measured
     # siblings' body, an op with no measured sibling (TRSQRT: two SFU ops per chunk) by the pipeline
     by = {i["name"]: i["a5_priced_by"] for i in doc5}  # every row has the key, as the table has the column
     assert by["TADD"] == by["TCVT"] == "formula" and by["TABS"] == by["TADDS"] == "body"
-    assert by["TRSQRT"] == "anchored" and by["TSELS"] is None
+    assert by["TRSQRT"] == "anchored" and by["TSELS"] == "body" and by["TCMP"] is None
 
 
 def test_compare_across_arches_lists_both():

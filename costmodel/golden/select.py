@@ -1,7 +1,10 @@
-"""TSEL semantics (isa.md §4.5): dst = src0 where the mask bit is 1, else src1, over the dst valid region; TCMP and
-TCMPS, which write such a mask (`_compare`); and the TGATHER index form (§4.7, `_gather`).
+"""TSEL semantics (isa.md §4.5): dst = src0 where the mask bit is 1, else src1, over the dst valid region (TSELS: the
+scalar in place of src1); TCMP and TCMPS, which write such a mask (`_compare`); and the TGATHER index form (§4.7,
+`_gather`).
 
-`golden("TSEL", src0, src1, mask, valid=...)`: the operands in request order (the mask tile last).
+`golden("TSEL", src0, src1, mask, valid=...)`, `golden("TSELS", src, mask, scalar=..., valid=...)`: the operands in
+request order (the mask tile last). TSELS's CPU reference reads bit c % B of mask element (r, c / B) for a mask type
+of B bits (isa.md §4.5): the `row` layout below for a u8 mask, the one modelled.
 
 The mask is a u8 tile read LSB first. Two bit layouts:
 * `row` (default; A2/A3 NPU and our A5 model): dst row i uses mask row i, element j uses bit j % 8 of byte j // 8;
@@ -68,9 +71,9 @@ def _compare(inst, operands, valid, out, params):
     return dst
 
 
-def _scalar_of(params):
+def _scalar_of(params, op: str = "TCMPS"):
     if params.get("scalar") is None:
-        raise ParamError("TCMPS needs a scalar (scalar=...)")
+        raise ParamError(f"{op} needs a scalar (scalar=...)")
     return params["scalar"]
 
 
@@ -78,9 +81,13 @@ def _scalar_of(params):
 def _select(inst, operands, valid, out, params):
     if inst.name in ("TCMP", "TCMPS"):
         return _compare(inst, operands, valid, out, params)
-    if inst.name != "TSEL":
+    if inst.name == "TSELS":  # (src, mask), scalar=: the scalar where the bit is 0
+        src0, mask = (np.asarray(a) for a in operands)
+        src1 = np.full(src0.shape, _scalar_of(params, inst.name), dtype=src0.dtype)
+    elif inst.name == "TSEL":
+        src0, src1, mask = (np.asarray(a) for a in operands)
+    else:
         raise NotModelledError(f"no golden semantics for {inst.name} yet")
-    src0, src1, mask = (np.asarray(a) for a in operands)
     vr, vc = _region(valid, src0.shape)
     pick = mask_bits(mask, vr, vc, params.get("mask_layout", "row"), params.get("mask_valid_cols"))
     dst = _blank(src0.shape, src0.dtype, out)

@@ -1,14 +1,16 @@
-"""A2/A3 lowering of the mask ops TSEL, TCMP and TCMPS, in counter mode (isa.md §4.5; sequences inferred).
+"""A2/A3 lowering of the mask ops TSEL, TSELS, TCMP and TCMPS, in counter mode (isa.md §4.5; sequences inferred).
 
-All three walk the packed mask tile, one bit per element, LSB first (the packing vcmpv writes,
+All four walk the packed mask tile, one bit per element, LSB first (the packing vcmpv writes,
 data/a2a3_intrinsics.csv), and the A2/A3 NPU restarts the mask at mask row i for data row i (isa.md §4.5): TSEL
-reads it (vsel), TCMP and TCMPS write it as their dst (vcmpv_<mode>, vcmpvs_<mode>). The natural walk is one call
-per row under a counter of vc elements (`2LCount`), each call on its row of every operand. When the data tiles are
-one contiguous run and the mask's rows are exactly vc bits, the whole region is one call (`1LCount`).
+and TSELS read it (vsel; TSELS first broadcasts its scalar into a scratch tile, the `tmp` of its operand list),
+TCMP and TCMPS write it as their dst (vcmpv_<mode>, vcmpvs_<mode>). The natural walk is one call per row under a
+counter of vc elements (`2LCount`), each call on its row of every operand. When the data tiles are one contiguous
+run and the mask's rows are exactly vc bits, the whole region is one call (`1LCount`).
 
-The steps of each op come from data/a2a3_lowering_part_expand.csv: TSEL's `select` path, TCMP's and TCMPS's path
-named by the compare mode. A step that reads and writes only the mask (TCMPS NE: NOT over the packed EQ bits,
-isa.md §4) walks the mask's words instead of the elements. Every call is priced by its costmodel.md §5 stub class.
+The steps of each op come from data/a2a3_lowering_part_expand.csv: the `select` path of TSEL and TSELS, TCMP's and
+TCMPS's path named by the compare mode; consecutive steps are separated by a PIPE_V barrier. A step that reads and
+writes only the mask (TCMPS NE: NOT over the packed EQ bits, isa.md §4) walks the mask's words instead of the
+elements. Every call is priced by its costmodel.md §5 stub class.
 """
 from __future__ import annotations
 
@@ -24,8 +26,11 @@ from .broadcast import stream
 from .part_expand_table import steps_for
 from .steps import build
 
-# the packed mask operand of each op: TSEL reads it, the compares write it
-MASK = {"TSEL": "mask", "TCMP": "dst", "TCMPS": "dst"}
+# per op: its packed mask operand (TSEL and TSELS read it, the compares write it) and the operand whose valid region
+# the calls walk
+MASK = {"TSEL": "mask", "TSELS": "mask", "TCMP": "dst", "TCMPS": "dst"}
+REGION = {"TSEL": "dst", "TSELS": "dst", "TCMP": "src0", "TCMPS": "src0"}
+SCRATCH = {"TSELS": "tmp"}  # a scratch tile of dst's shape and type
 # A2/A3 TCMPS compares i16/u16 as if their bits were f16 (isa.md §4), which the golden does not: not modelled
 BITS_AS_F16 = ("i16", "u16")
 # A2/A3 i32 compares support EQ only; the NPU turns any other mode into EQ (isa.md §3 rows 22-23, §4)
@@ -33,7 +38,7 @@ I32_MODES = ("eq",)
 
 
 def lowers(op: str) -> bool:
-    """Whether this module lowers `op` (TSEL, TCMP, TCMPS of its family)."""
+    """Whether this module lowers `op` (TSEL, TSELS, TCMP, TCMPS of its family)."""
     return op in MASK
 
 
@@ -51,8 +56,8 @@ def _check(req: Request) -> None:
 
 
 def _region(req: Request) -> tuple[int, int]:
-    """The element region every call walks: the data tiles' valid region (src0's; dst's for TSEL alike)."""
-    return req.tile("src0").valid
+    """The element region every call walks: the data tiles' valid region."""
+    return req.tile(REGION[req.op]).valid
 
 
 def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
@@ -75,9 +80,10 @@ def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
 def steps(req: Request):
     """Return the request's steps (from the lowering table) and the allocated buffers."""
     _check(req)
-    buffers = allocate("a2a3", list(req.tiles))
+    scratch = [(SCRATCH[req.op], req.dst)] if req.op in SCRATCH else []
+    buffers = allocate("a2a3", list(req.tiles), scratch)
     streams = {b.name: stream(b) for b in buffers}
-    path = "select" if req.op == "TSEL" else req.param("cmp_mode")
+    path = req.param("cmp_mode") or "select"
     return build(steps_for(req.op, path), streams, req.param("scalar")), buffers
 
 
@@ -89,7 +95,7 @@ def _cols(step, mask: str, vc: int) -> int:
 
 
 def lower(req: Request, strategy: str) -> Plan:
-    """Return the plan of TSEL, TCMP or TCMPS in `strategy` (see module docstring)."""
+    """Return the plan of TSEL, TSELS, TCMP or TCMPS in `strategy` (see module docstring)."""
     built, buffers = steps(req)
     vr, vc = _region(req)
     body: list = []

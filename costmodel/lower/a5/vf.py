@@ -1,7 +1,7 @@
 """A5 VF lowering of the elementwise-shaped families: request -> chunk kernel(s) -> one VfProgram plan.
 
 Families: unary, binary, binary_scalar, partial, col_expand(_binary), row_expand(_binary), convert (TCVT) and
-compare_select (TSEL). Per-op compute statements come from data/a5_ops.csv and TCVT recipes from
+compare_select (TSEL, TSELS). Per-op compute statements come from data/a5_ops.csv and TCVT recipes from
 data/a5_convert.csv; this module decides how each operand is loaded (costmodel.md §7 bodies: binary
 {vlds, vlds, vop, vsts}, scalar {vlds, vops, vsts}, unary {vlds, vop, vsts}).
 
@@ -269,8 +269,9 @@ def check_modelled(req: Request) -> None:
     elif req.op == "TCOLSUM" and req.param("binary"):
         raise NotModelledError("TCOLSUM isBinary (the pairwise tree through tmp) has no A5 lowering; accepted on a5: "
                                "the linear chain (binary=False: the CPU reference's order, isa.md §4.3)")
-    elif req.family == "compare_select" and req.op != "TSEL":
-        raise NotModelledError(f"{req.op} has no A5 VF lowering yet (modelled in compare_select: TSEL)")
+    elif req.op in ("TCMP", "TCMPS"):  # a predicate written to UB: isa.md §7.2 names no predicate store
+        raise NotModelledError(f"{req.op} has no A5 VF lowering yet: isa.md §7.2 gives no way to store its predicate "
+                               "(modelled on a2a3; on a5 in compare_select: TSEL, TSELS)")
     else:
         if req.family == "row_reduce":
             in_register_op(req)
