@@ -62,7 +62,7 @@ def _model_name(name: str) -> str:
     return check_name(name)
 
 
-ModelOpt = Annotated[str, typer.Option("--model", "-m", callback=_model_name, help="Cost model: auto (A2/A3: formula; A5: the formula where the table has parameters for the request, else the anchored pipeline, or the pipeline alone where no measured op anchors it), formula, pipeline, anchored (A5).")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", callback=_model_name, help="Cost model: auto (A2/A3: formula; A5: the formula where the table has parameters for the request, else the anchored pipeline, or the pipeline alone where no measured op anchors it), formula (both arches), pipeline and anchored (A5 only).")]
 SEED_MAX = 2**32 - 1  # numpy's legacy seeding (a sweep's sample of points) takes 0 .. 2**32 - 1
 
 
@@ -72,7 +72,8 @@ def _seed(value: int) -> int:
     return value
 
 
-SeedOpt = Annotated[int, typer.Option("--seed", callback=_seed, help=f"Seed of the random input data (and of a sweep's sample of points): 0 to {SEED_MAX}.")]
+SeedOpt = Annotated[int, typer.Option("--seed", callback=_seed, help=f"Seed of the random input data: 0 to {SEED_MAX}.")]
+SweepSeedOpt = Annotated[int, typer.Option("--seed", callback=_seed, help=f"Seed of the --verify-sample points and their input data: 0 to {SEED_MAX}.")]
 MAX_PLOT_POINTS = 100_000
 
 
@@ -219,7 +220,7 @@ def plan(
     if timeline:
         from costmodel.models.a5_pipeline import TIMELINE_TRIPS
 
-        clipped = result.extrapolated or any(n > TIMELINE_TRIPS for n in result.template.trips)
+        clipped = result.trace_clipped
         e = costmodel.estimate(op, shape, dtype, arch, strategy=p.strategy, verify=False, **kw)
     if json_out:
         doc = {"op": p.op, "arch": p.arch, "strategy": p.strategy, "counts": p.counts(),
@@ -773,6 +774,8 @@ def fit_cmd(
                           "rows_kept": written.kept if written else 0,
                           "rows_other_arch": written.other if written else 0,
                           "kept_over_few_observations": list(written.held) if written else [],
+                          "rows_removed": len(written.dropped) if written else 0,
+                          "rows_removed_note": written.dropped_note() if written else "",
                           "pipeline_output": None if run.pipeline is None else pipeline_output,
                           "bad_rows": [p.to_dict() for p in run.problems],
                           "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in sec.items()}
@@ -868,8 +871,9 @@ def sweep_cmd(
     workers: Annotated[Optional[int], typer.Option("--workers", help="Dask workers of the local cluster.")] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Address of an existing dask scheduler, e.g. tcp://HOST:8786.")] = None,
     verify_sample: Annotated[int, typer.Option("--verify-sample", min=0, help="Emulate N random points against the golden; fail if any disagrees.")] = 0,
-    seed: SeedOpt = 0,
+    seed: SweepSeedOpt = 0,
     model: SweepModelOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", metavar="", help="Print a JSON summary on stdout (file, rows, not modelled, the commonest reason, the verified sample) besides the file.")] = False,
 ) -> None:
     """Evaluate a grid of requests (vectorised) and write one row per point with cycles, strategy, default, best and a
     note (why a point cannot be modelled, or the model's caveats: an unmeasured class, an extrapolation)."""
@@ -907,16 +911,23 @@ def sweep_cmd(
     with render.status(f"writing {len(df):,} rows to {output}"):
         write_frame(df, output)
     n_bad = int(df["cycles"].isna().sum())
-    con.print(render.plain(f"wrote {output}: {len(df)} rows" + (f", {n_bad} not modelled (see `note`)" if n_bad else "")))
+    con.print(render.plain(f"wrote {output}: {render.counted(len(df), 'row')}" + (f", {n_bad} not modelled (see `note`)" if n_bad else "")))
+    doc = {"output": output, "points": len(grid), "rows": len(df), "not_modelled": n_bad,
+           "commonest_reason": _main_reason(df[df["cycles"].isna()]) if n_bad else None, "verify_sample": None}
     if verify_sample:
         bad, tried, unchecked = run_verify_sample(df, verify_sample, seed=seed)
+        doc["verify_sample"] = {"tried": tried, "not_verified": bad, "unchecked": unchecked}
         if bad:
             for line in bad[:10]:
                 con.print(f"[red]not verified[/]: {render.plain(line)}")
+            if json_out:
+                render.emit_json(doc)
             raise typer.Exit(1)
         con.print(render.plain(f"verified {tried - len(unchecked)} of a sample of {tried} point(s) against the golden"
                                + (f"; {len(unchecked)} could not be checked (e.g. {unchecked[0]})" if unchecked
                                   else "")))
+    if json_out:
+        render.emit_json(doc)
 
 
 def main() -> None:

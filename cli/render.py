@@ -258,7 +258,9 @@ def validation_text(rep, name: str) -> None:
 
     con = console()
     o = rep.overall
-    con.print(f"[bold]{plain(name)}[/]: {o['n']} of {o['rows']} rows scored")
+    repeats = o.get("repeats", 0)
+    con.print(f"[bold]{plain(name)}[/]: {o['n']} of {o['rows']} rows scored"
+              + (f" ({repeats} repeated run(s) of a case averaged into it: one scored row per case)" if repeats else ""))
     if o["n"]:
         con.print(f"overall: MAPE {o['mape']:.2f} %, median {o['median_ape']:.2f} %, worst {o['worst_ape']:.2f} %, "
                   f"within 5 % {o['within_5']:.1f} %, Kendall tau "
@@ -354,11 +356,18 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
         for col in ("parameter", sec.get("value_label", "value"), "± stderr", "n", "CV MAPE %"):
             t.add_column(col, justify="left" if col == "parameter" else "right")
         rep = sec["report"]
+        loose = 0
         for r in rep[rep["n_obs"] > 0].to_dict("records"):
             se = r["stderr"]
-            t.add_row(plain(r["parameter"]), f"{r['value']:.4g}", "-" if se is None or se != se else f"{se:.3g}",
+            wide = se is not None and se == se and abs(se) > abs(r["value"])
+            loose += wide
+            t.add_row(plain(r["parameter"]), f"{r['value']:.4g}",
+                      "-" if se is None or se != se else f"{se:.3g}" + (" !" if wide else ""),
                       str(int(r["n_obs"])), "-" if r["cv_mape"] is None or r["cv_mape"] != r["cv_mape"] else f"{r['cv_mape']:.1f}")
         con.print(t)
+        if loose:
+            con.print(plain(f"  !: {loose} parameter(s) with a standard error larger than the value: these rows hardly "
+                            "pin them down (the value leans on the family, the prior or the other terms)"))
         out = sec.get("outliers")
         if out is not None and len(out):
             con.print(f"[yellow]{len(out)} outlier row(s)[/] (in-sample error beyond 3 robust sigmas):")
@@ -381,6 +390,8 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
                         f"wrote {what}{_in_use_hint(output, params.path_in_use(), 'PTO_COST_PARAMS')}"))
         for held in written.held:
             con.print(plain(f"note: {held['message']}"))
+        if written.dropped:
+            con.print(plain(f"note: {written.dropped_note()}"))
     if dry_run:
         if not (run.rows and written):
             con.print("dry run: nothing written")

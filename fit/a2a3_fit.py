@@ -227,6 +227,20 @@ def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = ""
     return A2A3Fit(tuple(rows), report, cv_pred, fitted.predict(X), pd.DataFrame(results), shrink, dtypes), notes
 
 
+def label(name: str) -> str:
+    """A fitted column's name as the parameter table spells it: `start:vsub:f32` -> `vsub f32 head+tail`,
+    `rep~f16` -> `f16 shift per_repeat`, `copy_call` -> `copy_head`."""
+    if "~" in name:
+        base, dt = name.split("~")
+        return f"{dt} shift {'per_repeat' if base == 'rep' else 'head+tail'}"
+    kind, _, rest = name.partition(":")
+    if kind in ("start", "rep"):
+        return f"{rest.replace(':', ' ')} {'per_repeat' if kind == 'rep' else 'head+tail'}"
+    if kind in ("xfer_call", "xfer_byte"):
+        return f"{rest} {KINDS[kind][2]}"
+    return KINDS[kind][2] if kind in KINDS else name
+
+
 def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, source: str, n_rows: int):
     """Turn fitted columns into parameter-table rows (head/tail split back) and a report frame."""
     val = dict(zip(fitted.names, fitted.values))
@@ -284,8 +298,11 @@ def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, so
                     dt = c.name.split(":")[2]
                     dv = val[c.name] + val.get(f"{base}~{dt}", 0.0)  # a (class, dtype) row carries the shared shift
                     if base == "start":
-                        add("intrinsic", cls, dt, "head", dv * h, None, nobs[c.name], cv_of(c.name))
-                        add("intrinsic", cls, dt, "tail", dv * t, None, nobs[c.name], cv_of(c.name))
+                        e_dt = err.get(c.name)
+                        add("intrinsic", cls, dt, "head", dv * h, None if e_dt is None else e_dt * h, nobs[c.name],
+                            cv_of(c.name))
+                        add("intrinsic", cls, dt, "tail", dv * t, None if e_dt is None else e_dt * t, nobs[c.name],
+                            cv_of(c.name))
                     else:
                         add("intrinsic", cls, dt, "per_repeat", dv, err.get(c.name), nobs[c.name], cv_of(c.name))
                     report.append({"parameter": c.name, "value": dv, "stderr": err.get(c.name), "n_obs": nobs[c.name],
@@ -297,8 +314,10 @@ def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, so
             if term:
                 add("dtype_delta", "*", dt, "per_repeat", val[c.name], err.get(c.name), nobs.get(c.name, 0), cv_of(c.name))
             else:
+                e_dt = err.get(c.name)
                 for part, w in (("head", 0.5), ("tail", 0.5)):
-                    add("dtype_delta", "*", dt, part, val[c.name] * w, None, nobs.get(c.name, 0), cv_of(c.name))
+                    add("dtype_delta", "*", dt, part, val[c.name] * w, None if e_dt is None else e_dt * w,
+                        nobs.get(c.name, 0), cv_of(c.name))
             report.append({"parameter": c.name, "value": val[c.name], "stderr": err.get(c.name),
                            "n_obs": nobs.get(c.name, 0), "cv_mape": cv_of(c.name)})
     for kind, (_, scope, term) in KINDS.items():
@@ -308,4 +327,7 @@ def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, so
         add("control", "*", "*", term, v, err.get(kind), nobs.get(kind, 0), cv_of(kind))
         report.append({"parameter": kind, "value": v, "stderr": err.get(kind), "n_obs": nobs.get(kind, 0),
                        "cv_mape": cv_of(kind)})
-    return rows, pd.DataFrame(report)
+    frame = pd.DataFrame(report)
+    if len(frame):
+        frame["parameter"] = frame["parameter"].map(label)
+    return rows, frame

@@ -21,7 +21,7 @@ class LinearFit:
     stderr: np.ndarray
     n_obs: np.ndarray  # observations with a non-zero feature, per parameter
     rss: float
-    dof: int
+    dof: float  # the data's effective residual degrees of freedom (n minus the hat matrix's trace; NaN unasked)
     at_bound: tuple[str, ...] = field(default=())
     nodes: dict[str, float] = field(default_factory=dict)  # effective value of every node, incl. latent families
 
@@ -116,12 +116,18 @@ def fit_linear(X: np.ndarray, y: np.ndarray, names: list[str], *, parent: dict[s
 
     eff = np.array([effective(n) for n in names])
     resid = (Z @ node_vals - y) * w
-    dof = max(1, len(y) - len(nodes))
-    sigma2 = float(resid @ resid) / dof
+    # the penalties act as priors, so the fit spends fewer degrees of freedom than it has nodes: the data residuals'
+    # variance is taken on n minus the hat matrix's trace (as a5_smooth_fit.covariance does)
+    dof = float("nan")
     try:
-        if not stderr or len(y) <= len(nodes):  # no residual degree of freedom: sigma is not estimable
-            raise np.linalg.LinAlgError("standard errors not requested or not estimable")
-        cov_nodes = np.linalg.pinv(A.T @ A) * sigma2
+        if not stderr:
+            raise np.linalg.LinAlgError("standard errors not requested")
+        inv = np.linalg.pinv(A.T @ A)
+        Zw = Z * w[:, None]
+        dof = float(len(y) - np.einsum("ij,jk,ik->", Zw, inv, Zw))
+        if dof < 1.0:  # the fit passes through its rows: sigma is not estimable
+            raise np.linalg.LinAlgError("standard errors not estimable")
+        cov_nodes = inv * (float(resid @ resid) / dof)
         T = np.zeros((len(names), len(nodes)))
         for j, n in enumerate(names):
             T[j, idx[n]] = 1

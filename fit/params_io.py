@@ -31,6 +31,22 @@ class Written:
     refitted: int
     kept: int
     held: tuple[dict, ...] = ()  # op keys or classes whose better-measured table rows this fit's few did not replace
+    dropped: tuple[ParamRow, ...] = ()  # old rows the fit's own rows made stale (`merge_rows`)
+
+    def dropped_note(self) -> str:
+        """Say which old rows the write removes and why ("" when none)."""
+        if not self.dropped:
+            return ""
+        per_dtype = sorted({f"{r.name} {r.dtype}" for r in self.dropped if r.scope == "intrinsic"})
+        keys = sorted({f"{r.name} {r.dtype} {r.strategy}" for r in self.dropped if r.scope == "op"})
+        parts = []
+        if per_dtype:
+            parts.append(f"per-dtype rows of classes refitted without their own dtype effect ({', '.join(per_dtype[:6])}"
+                         f"{', ...' if len(per_dtype) > 6 else ''}): the class and shared dtype rows price them now")
+        if keys:
+            parts.append(f"terms of another form of keys refitted here ({', '.join(keys[:6])}"
+                         f"{', ...' if len(keys) > 6 else ''})")
+        return f"{len(self.dropped)} old row(s) removed: " + "; ".join(parts)
 
     @property
     def other(self) -> int:
@@ -153,8 +169,9 @@ def _reach(most: dict[str, float]) -> str:
             + (f" in {rows} row{'s' if rows != 1 else ''}" if "max_rows" in most else ""))
 
 
-def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow], int]:
-    """Return (the merged rows, how many of `old` were kept in the (arch, form) groups `new` covers): each new row
+def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow], int, list[ParamRow]]:
+    """Return (the merged rows, how many of `old` were kept in the (arch, form) groups `new` covers, the old rows
+    removed as stale): each new row
     replaces the old row of its key (arch, form, scope, name, types, strategy, variant, term) where `replaces` or,
     for the rows of one op key or class, `own_verdicts` says so; old rows of keys the fit did not write (another
     op's, another class's) stay. So a partial trace refines a table instead of replacing it. Rows are grouped by
@@ -174,16 +191,17 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow]
     # key refitted in another form (smooth or hard max) would keep terms of the old one (its q)
     written = {_key(r) for r in new}
     refit_keys = {_key(r)[:-1] for r in new if r.scope == "op" and by_key.get(_key(r)) is r}
+    dropped = []
     for k, r in list(by_key.items()):
         stale = ((r.scope == "intrinsic" and r.dtype != "*" and (r.arch, r.form, r.name, r.term) in refit_classes)
                  or (r.scope == "op" and k[:-1] in refit_keys))
         if stale and k not in written:
-            del by_key[k]
+            dropped.append(by_key.pop(k))
     merged = list(by_key.values())
     fresh = {id(r) for r in new}
     groups = {(r.arch, r.form) for r in new}
     kept = sum(id(r) not in fresh and (r.arch, r.form) in groups for r in merged)
-    return sorted(merged, key=lambda r: (r.arch, r.form)), kept
+    return sorted(merged, key=lambda r: (r.arch, r.form)), kept, dropped
 
 
 def check_params_path(path: str | os.PathLike, *, pipeline: bool = False) -> None:
@@ -231,9 +249,9 @@ def planned_table(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool 
     from costmodel.models.params import shipped
 
     target = Path(path)
-    fresh, kept, held = {id(r) for r in rows}, 0, ()
+    fresh, kept, held, dropped = {id(r) for r in rows}, 0, (), []
     if merge:
         old = (read_table(target) if target.exists() else shipped()).rows
         held = held_keys(old, rows)
-        rows, kept = merge_rows(old, rows)
-    return rows, Written(len(rows), sum(id(r) in fresh for r in rows), kept, held)
+        rows, kept, dropped = merge_rows(old, rows)
+    return rows, Written(len(rows), sum(id(r) in fresh for r in rows), kept, held, tuple(dropped))

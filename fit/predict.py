@@ -91,6 +91,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
     out["note"] = note
     # rows whose measured_cycles is wrong or conflicts with a duplicate's: priced, but nothing to score against
     out.attrs["measured_problems"] = sorted({p.line for p in problems if p.column == "measured_cycles"})
+    out.attrs["measured_notes"] = {line: "; ".join(msgs) for line, msgs in measured_notes.items()}
     return out
 
 

@@ -9,7 +9,7 @@ from costmodel.errors import TraceError
 
 from . import metrics
 from .predict import predict_frame
-from .traces import LINE
+from .traces import LINE, measured_keys
 
 
 # a group of validate's per-group table: one instruction variant on one strategy (TCVT per target type, TRECIP per
@@ -43,9 +43,13 @@ class ValidationReport:
 
 def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -> ValidationReport:
     """Predict every row of a measured trace and return the accuracy report (`progress` as in predict_frame)."""
+    if trace.empty:
+        raise TraceError("the trace holds a header and no rows; nothing to validate")
     pred = predict_frame(trace, model=model, progress=progress)
     unusable = pred[LINE].isin(pred.attrs.get("measured_problems", ()))
     pred["measured_cycles"] = pd.to_numeric(pred["measured_cycles"], errors="coerce").where(~unusable)
+    # a row not scored for its measurement says only that (predict's note adds the model's caveats)
+    pred.loc[unusable, "note"] = pred.loc[unusable, LINE].map(pred.attrs.get("measured_notes", {}))
     if not pred["measured_cycles"].notna().any() and unusable.any():
         first = pred.loc[unusable].iloc[0]
         raise TraceError(f"no row has a usable measured_cycles value ({trace.attrs.get('line_unit', 'line')} "
@@ -57,10 +61,21 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -
     pred.loc[unmeasured, "note"] = "no measured_cycles to compare with"
     ok = pred["predicted_cycles"].notna() & pred["measured_cycles"].notna()
     scored = pred[ok]
+    # repeated runs of a case (within the profiler's noise; conflicting ones were refused above) are one scored case
+    # at their mean, as `fit` counts them
+    repeats = 0
+    if len(scored) > 1:
+        keys = measured_keys(scored)
+        repeated = keys.duplicated()
+        repeats = int(repeated.sum())
+        if repeats:
+            mean = scored.groupby(keys)["measured_cycles"].transform("mean")
+            scored = scored.assign(measured_cycles=mean)[~repeated.to_numpy()]
     scored = scored.assign(op=scored["op"].str.upper(), arch=scored["arch"].str.lower())  # tmins is TMINS
     overall = metrics.summary(scored["predicted_cycles"], scored["measured_cycles"])
     overall["rows"] = int(len(pred))
-    overall["not_scored"] = int(len(pred) - len(scored))
+    overall["repeats"] = repeats
+    overall["not_scored"] = int(len(pred) - len(scored) - repeats)
     overall["unmodelled"] = int(pred["predicted_cycles"].isna().sum())
     overall["strategies"] = metrics.strategy_choice(scored)
     overall["models_used"] = {str(k): int(v) for k, v in scored["model"].value_counts().items()}

@@ -429,6 +429,12 @@ def test_a5_formula_estimate_states_the_held_out_error_of_its_own_key_only():
     assert row.cv_mape is not None and row.n_obs > 1
     (note,) = [n for n in est.notes if n.startswith("typical error")]
     assert f"{row.cv_mape:.1f} %" in note and f"{row.n_obs} measured TADD f32 rows" in note
+    # a variant's key says which variant's rows it means
+    hp = costmodel.estimate("TRECIP", "1x64", "f32", arch="a5", precision="high_precision", verify=False)
+    row = shipped().lookup("a5", "vf", "op", "TRECIP", "p1", dtype="f32", strategy=hp.strategy,
+                           op_params="high_precision")
+    (note,) = [n for n in hp.notes if n.startswith("typical error")]
+    assert f"{row.n_obs} measured TRECIP f32 (high_precision) rows" in note
     for op, dtype, model in (("TMINS", "bf16", "auto"), ("TABS", "f32", "auto"), ("TRSQRT", "f32", "auto"),
                              ("TADD", "f32", "pipeline")):
         other = costmodel.estimate(op, "10x672", dtype, arch="a5", valid=(10, 640), model=model, verify=False)

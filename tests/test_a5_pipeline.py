@@ -327,6 +327,22 @@ def test_timeline_view():
     assert chunks == [[0, 0], [0, 1], [1, 0], [1, 1]]
 
 
+def test_a_long_timeline_puts_several_cycles_in_a_column_so_every_row_has_its_marks():
+    """The high-precision TRECIP runs a 25-step sequence after its loads: ~400 cycles, more than the chart's 160
+    columns; every shown instruction still gets its D and E, and no shape loop was clipped."""
+    r = PipelineModel().simulate(api.plan("TRECIP", (1, 8), "f32", "a5", precision="high_precision"))
+    text = r.timeline(max_iterations=1).to_text()
+    lines = text.splitlines()
+    assert "cycles (the digit counts columns)" in lines[0] and lines[1].startswith("bound by:")
+    width = len(lines[2].split()[-2])  # the scale row: [iters] dispatch issue done bound by unit SCALE instruction
+    charts = [ln[56:56 + width] for ln in lines[3:] if ln.startswith("[")]
+    assert len(charts) > 30 and all(set(c) <= set(".D=eE") and set(c) - {"."} for c in charts)
+    assert charts[-1].rstrip(".").endswith("E")  # the last store is inside the chart, not cut off
+    assert not r.trace_clipped
+    wide = PipelineModel().simulate(api.plan("TMINS", (8, 4096), "f16", "a5"))
+    assert wide.trace_clipped
+
+
 def test_cli_plan_timeline():
     from typer.testing import CliRunner
 

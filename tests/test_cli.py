@@ -196,7 +196,7 @@ def test_bad_trace_files_are_one_line_exit_2(tmp_path):
     (["plot", "TMINS", "--rows", "64", "--cols", "1:1000000:1", "-o", "fig.png"], "at most 100,000 points are evaluated"),
     (["predict", "tests/data/small_trace.csv", "-o", "out.txt"], "unknown table format '.txt'"),
     (["predict", "tests/data/small_trace.csv", "-o", "tests"], "is a directory"),
-    (["validate", "tests/data/small_trace.csv", "-m", "pipeline"], "unknown model 'pipeline' for a2a3"),
+    (["validate", "tests/data/small_trace.csv", "-m", "pipeline"], "model 'pipeline' is a5 only, not a2a3"),
     (["predict", "tests/data/small_trace.csv", "-o", "out.csv", "-m", "bogus"], "unknown model 'bogus'; accepted: auto"),
 ])
 def test_bad_input_is_one_line_exit_2(args, needle):

@@ -30,6 +30,23 @@ def test_linear_fit_recovers_parameters_within_their_standard_errors():
     assert np.all(fit.stderr > 0)
 
 
+def test_penalised_fit_has_standard_errors_with_more_nodes_than_rows():
+    """The shrinkage penalties act as priors: a fit with more parameters (and latent families) than rows still has
+    residual degrees of freedom (n minus the hat matrix's trace), so its parameters get standard errors; without
+    penalties such a fit passes through its rows and has none."""
+    rng = np.random.default_rng(1)
+    n = 6
+    X = np.column_stack([np.ones(n), rng.integers(1, 50, n), rng.integers(1, 50, n), rng.integers(1, 50, n),
+                         rng.integers(1, 50, n), rng.integers(1, 50, n)]).astype(float)
+    y = X @ np.array([20, 2.0, 2.1, 1.9, 2.05, 1.95]) * (1 + rng.normal(0, 0.02, n))
+    names = ["c", "a", "b", "d", "e", "f"]
+    fam = {k: "fam" for k in names[1:]}
+    shrunk = fit_linear(X, y, names, parent=fam, shrink=1.0)
+    assert np.all(np.isfinite(shrunk.stderr)) and np.all(shrunk.stderr > 0) and 1 <= shrunk.dof < n
+    free = fit_linear(X[:5], y[:5], names)
+    assert np.all(np.isnan(free.stderr))
+
+
 def test_hierarchy_lets_an_unobserved_child_borrow_its_family():
     rng = np.random.default_rng(0)
     n = 80
@@ -339,6 +356,18 @@ def test_a5_key_with_its_own_dispatch_terms_uses_them_not_the_shared_bound():
     p, d, _ = fm.lookup(table, {**key, "name": "TSUB"})
     assert d["d0"] == 500.0 and "q" not in d
     assert float(fm.cycles(p, d, 100.0, 10.0, "2d")[0]) == 600.0
+
+
+def test_a2a3_fit_report_names_parameters_as_the_table_does_and_flags_loose_ones(tmp_path):
+    trace = _synthetic_a2a3_trace(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(tmp_path / "p.csv"), "--dry-run",
+                        "--json"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    names = [p["parameter"] for sec in json.loads(r.stdout)["fits"] for p in sec["report"]]
+    assert names and not [n for n in names if n.startswith(("start:", "rep:")) or "~" in n]
+    assert any(n.endswith(" per_repeat") for n in names) and any(n.endswith(" head+tail") for n in names)
+    stderrs = [p["stderr"] for sec in json.loads(r.stdout)["fits"] for p in sec["report"] if p["n_obs"]]
+    assert any(e is not None for e in stderrs)  # a penalised fit of few rows still has its standard errors
 
 
 def test_fit_cli_dry_run_and_atomic_write(tmp_path):
@@ -834,9 +863,14 @@ def test_a_refitted_class_replaces_its_per_dtype_rows_and_repeats_are_one_observ
     def row(dtype, value, n, term="head"):
         return ParamRow("a2a3", "intrinsic", "intrinsic", "vadd", dtype, "", "*", "", term, value, None, n, None, "t")
 
-    merged, _ = merge_rows([row("f32", 1.0, 1), row("i32", 2.0, 1), row("*", 3.0, 2), row("f32", 4.0, 1, "tail")],
-                           [row("*", 30.0, 3)])
+    merged, _, dropped = merge_rows([row("f32", 1.0, 1), row("i32", 2.0, 1), row("*", 3.0, 2),
+                                     row("f32", 4.0, 1, "tail")], [row("*", 30.0, 3)])
     assert {(r.dtype, r.term): r.value for r in merged} == {("*", "head"): 30.0, ("f32", "tail"): 4.0}
+    assert sorted(r.dtype for r in dropped) == ["f32", "i32"]  # ... and says which, for the fit report
+    from fit.params_io import Written
+
+    note = Written(2, 1, 1, dropped=tuple(dropped)).dropped_note()
+    assert note.startswith("2 old row(s) removed") and "vadd f32, vadd i32" in note
     trace = _synthetic_a2a3_trace(tmp_path)
     twice = tmp_path / "twice.csv"
     lines = trace.read_text().splitlines()

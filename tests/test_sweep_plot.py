@@ -189,6 +189,19 @@ def test_sweep_command_with_spec_formats(tmp_path):
     assert r.returncode == 2 and "does not exist" in r.stderr
 
 
+def test_sweep_json_summary_counts_the_file_and_names_the_commonest_refusal(tmp_path):
+    spec = {"ops": ["TCMP"], "dtypes": ["f16", "i32"], "rows": [16, 32], "cols": 64, "params": {"cmp_mode": ["eq", "gt"]}}
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    out = tmp_path / "o.csv"
+    r = run("sweep", str(tmp_path / "s.json"), "-o", str(out), "--json", "--verify-sample", "3")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    df = pd.read_csv(out)
+    assert doc["rows"] == len(df) == 8 and doc["not_modelled"] == int(df["cycles"].isna().sum()) == 2
+    assert doc["commonest_reason"].startswith("TCMP i32 on a2a3 compares only EQ")
+    assert doc["verify_sample"]["tried"] == 3 and doc["verify_sample"]["not_verified"] == []
+
+
 def test_sweep_passes_the_reduce_convert_move_parameters():
     # `params` of a spec reach the request: TCOLSUM's isBinary flag picks the tree, TMOV's dst layout the moves
     linear, tree = (sweep(expand({"ops": ["TCOLSUM"], "dtypes": "f32", "rows": "16", "cols": "64",

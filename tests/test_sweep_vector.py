@@ -476,8 +476,9 @@ def test_named_strategies_match_case_insensitively_and_illegal_ones_say_what_is_
     assert out["strategy"].tolist() == ["2LNormRowRpt", "1LNorm", "2LNormColVLAlign", "nonsense"]
     assert out["cycles"].iloc[0] == estimate("TMINS", "64x64", "f16", strategy="2LNormRowRpt", verify=False).cycles
     assert out["cycles"].iloc[1:].isna().all()
-    assert out["note"].iloc[1] == "strategy 1LNorm is not legal here; legal: 2LNormRowRpt, 2LCount"
-    assert out["note"].iloc[3] == "unknown strategy 'nonsense'; legal: 2LNormRowRpt, 2LCount"
+    assert out["note"].iloc[1] == ("strategy 1LNorm is not legal here (`pto-cost estimate` with it says why); legal: "
+                                   "2LNormRowRpt, 2LCount")
+    assert out["note"].iloc[3] == "unknown strategy 'nonsense' for this op and arch; legal: 2LNormRowRpt, 2LCount"
     assert out["model"].iloc[0] == "formula" and (out["model"].iloc[1:] == "").all()  # no model priced them
     rpt, count = (estimate("TMINS", "64x64", "f16", valid="64x60", strategy=s, verify=False).cycles
                   for s in ("2LNormRowRpt", "2LCount"))

@@ -105,3 +105,23 @@ def test_strategy_choice_scores_order_and_regret():
     c = strategy_choice(runs)
     assert c["requests"] == 2 and c["pairs"] == 2 and np.isclose(c["regret_max"], 20.0)
     assert strategy_choice(runs.iloc[[0, 5]])["requests"] == 0
+
+
+def test_repeated_runs_are_one_scored_case_and_a_bad_measurement_says_only_that():
+    trace, pred = _measured([0.0, 0.02, -0.10, 0.04, 0.0])
+    again = trace.iloc[[0, 1]].assign(measured_cycles=lambda d: d["measured_cycles"] + 1)  # within the noise
+    bad = trace.iloc[[2]].assign(measured_cycles=-60.0)
+    rep = validate_frame(pd.concat([trace, again, bad], ignore_index=True))
+    assert rep.overall["rows"] == 8 and rep.overall["repeats"] == 2 and rep.overall["n"] == 5
+    assert rep.overall["not_scored"] == 1
+    # the repeated case is scored once, at the mean of its runs
+    m = trace["measured_cycles"].to_numpy() + np.array([0.5, 0.5, 0, 0, 0])  # runs of cases 0 and 1 were 1 apart
+    want = np.mean(np.abs(pred - m) / m) * 100
+    assert rep.overall["mape"] == pytest.approx(want)
+    note = rep.not_scored["note"].iloc[0]
+    assert "is not a cycle count" in note and "typical error" not in note
+
+
+def test_a_header_only_trace_says_so():
+    with pytest.raises(TraceError, match="a header and no rows"):
+        validate_frame(CASES.iloc[:0].assign(measured_cycles=[]))

@@ -328,6 +328,7 @@ class A5FormulaModel:
                     table.path, rows=f"dispatch {shared.strategy}" + (" (address bound)" if shared_bound else ""),
                     fitted_from=shared.source, n_obs=shared.n_obs)
         types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
+        variant = f" ({key['op_params']})" if key["op_params"] else ""  # TRECIP's precision, TSEL's mask variant
         elsewhere = re.search(r"body measured in (.+?) only", row.source) if row is not None and src == "key" else None
         if elsewhere:  # the key's error was measured on other loop forms: it does not carry over
             error = None
@@ -335,7 +336,8 @@ class A5FormulaModel:
                                    f"{plan.strategy} program is extrapolated from that body" if elsewhere else
                                    "" if error is None else
                                    f"typical error {error[0]:.1f} %: the mean error on {error[1]} measured "
-                                   f"{key['name']} {types} row{'s' if error[1] != 1 else ''}, each predicted by a "
+                                   f"{key['name']} {types}{variant} row{'s' if error[1] != 1 else ''}, each "
+                                   "predicted by a "
                                    "fit that did not see its tile shape",
                             "family": f"formula parameters of the family {family_of(key)} ({types} was not "
                                       "measured)",

@@ -51,6 +51,13 @@ class PipelineResult:
     def bottleneck_view(self) -> BottleneckView:
         return BottleneckView(self.cycles, self.bounds, self.bottleneck)
 
+    @property
+    def trace_clipped(self) -> bool:
+        """Whether the recorded trace (the timeline's) ran a shape loop for fewer trips than the program has: it
+        runs each at most TIMELINE_TRIPS, other loops (e.g. a bit-serial sequence's steps) in full."""
+        return self.template is not None and any(
+            n > TIMELINE_TRIPS for lid, n in enumerate(self.template.trips) if lid in _shape_loops(self.template))
+
     def timeline(self, max_iterations: int = 2, max_lines: int = 200) -> Timeline:
         return Timeline(self.template, self.trace, max_iterations, max_lines)
 

@@ -29,6 +29,12 @@ TERMS = ("startup", "frontend", "loop_overhead", "window", "latency", "exu_ports
          "scalar_unit", "pred_unit", "pack_store", "drain")
 
 
+CHART_COLUMNS = 160  # the timeline chart's width; a longer span puts several cycles in a column
+STALL_LEGEND = ("start (VF start), dispatch (the front end's width), loop_entry / iter_gap (loop overhead), window "
+                "(issue window full), operand (a source not ready: latency), exu / load / store / agu / scalar / pred "
+                "(that unit busy), pack_store (store order)")
+
+
 def critical_path(tr: Trace) -> dict[str, float]:
     """Split the simulated cycles along the critical path into named terms that sum to the total.
 
@@ -147,13 +153,16 @@ class Timeline:
             return "(no instruction issued)"
         t0 = int(math.floor(min(r["dispatch"] for r in rows)))
         t1 = int(math.ceil(max(r["done"] for r in rows)))
-        width = min(t1 - t0 + 1, 160)
-        head = f"{'[iters]':<10}{'dispatch':>9}{'issue':>8}{'done':>8}  {'stall':<12}{'unit':<7}"
-        scale = "".join(str((t0 + c) % 10) for c in range(width))
-        lines = [f"timeline from cycle {t0} (each column one cycle; D dispatch, = wait, e execute, E done)",
+        step = max(1, math.ceil((t1 - t0 + 1) / CHART_COLUMNS))  # cycles per column: every row's marks fit
+        width = math.ceil((t1 - t0 + 1) / step)
+        head = f"{'[iters]':<10}{'dispatch':>9}{'issue':>8}{'done':>8}  {'bound by':<12}{'unit':<7}"
+        scale = "".join(str(((t0 + c * step) // step) % 10) for c in range(width))
+        per = "one cycle" if step == 1 else f"{step} cycles (the digit counts columns)"
+        lines = [f"timeline from cycle {t0} to {t1} (each column {per}; D dispatch, = wait, e execute, E done)",
+                 f"bound by: what set the issue time: {STALL_LEGEND}",
                  f"{head}{scale}  instruction"]
         for r in rows:
-            d, i, e = (int(math.floor(r[x])) - t0 for x in ("dispatch", "issue", "done"))
+            d, i, e = ((int(math.floor(r[x])) - t0) // step for x in ("dispatch", "issue", "done"))
             chart = ["."] * width
             for c in range(max(d, 0), min(i, width)):
                 chart[c] = "="

@@ -45,6 +45,8 @@ def model_for(arch: str, name: str = "auto"):
         first, second = key.split("+")
         return FormulaThenPipeline(model_for(arch, first), model_for(arch, second))
     if (arch, key) not in _MODELS:
-        raise PtoCostError(f"unknown model {name!r} for {arch}; accepted: auto, {', '.join(names(arch))}")
+        where = sorted(a for a, n in _MODELS if n == key)
+        raise PtoCostError(f"model {key!r} is {'/'.join(where)} only, not {arch}; accepted on {arch}: auto, "
+                           f"{', '.join(names(arch))}")
     mod, cls = _MODELS[(arch, key)]
     return getattr(importlib.import_module(mod), cls)()

@@ -179,8 +179,8 @@ class Entries:
             notes = []
             for a, b, d in uniq.tolist():
                 names = [strategies[d]] + [s for i, s in enumerate(strategies) if b >> i & 1 and i != d]
-                said = (f"strategy {strategies[ask[a]]} is not legal here" if ask[a] >= 0 else
-                        f"unknown strategy {self.asked[a]!r}")
+                said = (f"strategy {strategies[ask[a]]} is not legal here (`pto-cost estimate` with it says why)"
+                        if ask[a] >= 0 else f"unknown strategy {self.asked[a]!r} for this op and arch")
                 notes.append(self.strings.code(f"{said}; legal: {', '.join(names)}"))
             self._part(rows[bad], cycles=np.nan, strategy=self._spelled(strategies, ask)[asked[bad]], model=0,
                        default=False, best=best_code[bad], note=np.array(notes, dtype=np.int32)[inv.ravel()])
