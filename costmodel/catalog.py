@@ -19,6 +19,7 @@ ELEMENTWISE_SOURCES = {"unary": ("src",), "binary": ("src0", "src1"), "binary_sc
                        "fused_scalar": ("dst_in", "src0"), "scalar_broadcast": ()}
 ELEMENTWISE = tuple(ELEMENTWISE_SOURCES)
 READS_DST = tuple(f for f, names in ELEMENTWISE_SOURCES.items() if "dst_in" in names)  # always in place
+COMPARES = ("TCMP", "TCMPS")  # the compare_select ops that write a packed mask tile as their dst (isa.md §4.5)
 SCALAR_FAMILIES = ("binary_scalar", "tile_scalar_tile", "fused_scalar",  # elementwise families taking a scalar
                    "scalar_broadcast")
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .arch import check_arch
-from .catalog import ELEMENTWISE, ELEMENTWISE_SOURCES, READS_DST, SCALAR_FAMILIES, Instruction, instruction
+from .catalog import COMPARES, ELEMENTWISE, ELEMENTWISE_SOURCES, READS_DST, SCALAR_FAMILIES, Instruction, instruction
 from .dtypes import DType, dtype as as_dtype
 from .emulate.data import default_scalar, float_info
 from .errors import NotModelledError, ParamError, ShapeError
@@ -350,7 +350,6 @@ def _other_tiles(inst, dt, shape, dst, sv, params):
     return [("dst", dst)], params
 
 
-COMPARES = ("TCMP", "TCMPS")  # write a packed mask tile (isa.md §4.5)
 CMP_MODES = ("eq", "ne", "lt", "le", "gt", "ge")  # CmpMode (isa.md §3 row 22)
 
 

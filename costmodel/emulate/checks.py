@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..catalog import COMPARES
 from ..golden import golden
 from ..layouts import ROW_RUNS
 from ..plan import Plan
@@ -105,7 +106,7 @@ def _compare_select_args(plan: Plan, inputs: dict) -> np.ndarray:
     """TCMP/TCMPS: the element region is src0's (dst is the packed mask); TSEL as any op."""
     req = plan.request
     srcs = [inputs[name] for name, _ in req.sources]
-    if req.op in ("TCMP", "TCMPS"):
+    if req.op in COMPARES:
         return golden(req.op, *srcs, valid=req.tile("src0").valid, dst_shape=req.dst.shape, **dict(req.params))
     return golden(req.op, *srcs, valid=req.dst.valid, **dict(req.params))
 
@@ -115,7 +116,7 @@ def _compare_select_spec(plan: Plan, buf, spec: CheckSpec) -> CheckSpec:
     """A compare's mask: the bits past the last valid element of each row are not compared; TCMPS NE inverts whole
     mask words (isa.md §4), so padding inside the written 32-byte blocks may change."""
     req = plan.request
-    if req.op not in ("TCMP", "TCMPS"):
+    if req.op not in COMPARES:
         return spec
     d = buf.tile
     vr, vc = req.tile("src0").valid

@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from ..catalog import COMPARES
 from ..errors import NotModelledError, ParamError
 from . import _blank, _region, register
 
@@ -79,7 +80,7 @@ def _scalar_of(params, op: str = "TCMPS"):
 
 @register("compare_select")
 def _select(inst, operands, valid, out, params):
-    if inst.name in ("TCMP", "TCMPS"):
+    if inst.name in COMPARES:
         return _compare(inst, operands, valid, out, params)
     if inst.name == "TSELS":  # (src, mask), scalar=: the scalar where the bit is 0
         src0, mask = (np.asarray(a) for a in operands)

@@ -12,6 +12,7 @@ element (our choice: isa.md §2 gives 32 i64 lanes, §7.2 only b8/b16/b32 predic
 from __future__ import annotations
 
 from ...arch import constants
+from ...catalog import COMPARES
 from ...dtypes import DType
 from ...errors import NotModelledError, StrategyError
 from ...flags import truthy
@@ -269,7 +270,7 @@ def check_modelled(req: Request) -> None:
     elif req.op == "TCOLSUM" and req.param("binary"):
         raise NotModelledError("TCOLSUM isBinary (the pairwise tree through tmp) has no A5 lowering; accepted on a5: "
                                "the linear chain (binary=False: the CPU reference's order, isa.md §4.3)")
-    elif req.op in ("TCMP", "TCMPS"):  # a predicate written to UB: isa.md §7.2 names no predicate store
+    elif req.op in COMPARES:  # a predicate written to UB: isa.md §7.2 names no predicate store
         raise NotModelledError(f"{req.op} has no A5 VF lowering yet: isa.md §7.2 gives no way to store its predicate "
                                "(modelled on a2a3; on a5 in compare_select: TSEL, TSELS)")
     else:
