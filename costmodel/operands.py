@@ -14,7 +14,7 @@ from .arch import check_arch
 from .catalog import COMPARES, ELEMENTWISE, ELEMENTWISE_SOURCES, READS_DST, SCALAR_FAMILIES, Instruction, instruction
 from .dtypes import DType, dtype as as_dtype
 from .emulate.data import default_scalar, float_info
-from .errors import NotModelledError, ParamError, ShapeError
+from .errors import NotModelledError, ParamError, ShapeError, UnsupportedDtypeError
 from .flags import flag, shown, truthy
 from .request import Request
 from .tiles import Tile, parse_shape
@@ -133,6 +133,11 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
         from .operands_move import check_same_type
 
         check_same_type(inst, arch, dt, dst_dt)
+    if inst.name in COMPARES and dst_dt is not None:  # dst is the packed mask, of the arch's mask type
+        if dst_dt.name != COMPARE_MASK_DTYPE[arch]:
+            raise UnsupportedDtypeError(f"{inst.name} writes a {COMPARE_MASK_DTYPE[arch]} mask on {arch}; --dst-dtype "
+                                        f"{dst_dt.name} is not accepted (give {COMPARE_MASK_DTYPE[arch]} or none)")
+        dst_dt = None
     inst.check_dtype(arch, dt, dst_dt)
     params = {k: v for k, v in params.items() if v is not None}
     _check_param_names(params)
@@ -351,6 +356,7 @@ def _other_tiles(inst, dt, shape, dst, sv, params):
 
 
 CMP_MODES = ("eq", "ne", "lt", "le", "gt", "ge")  # CmpMode (isa.md §3 row 22)
+COMPARE_MASK_DTYPE = {"a2a3": "u8", "a5": "u32"}  # TCMP's dst type per arch (isa.md §3 row 22)
 
 
 def _mask_op_tiles(inst, arch, dt, shape, dst, sv, params):

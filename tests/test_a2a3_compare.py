@@ -112,6 +112,10 @@ def test_a2a3_rules_of_the_reference():
         request("TADD", (16, 64), "f32", "a2a3", cmp_mode="eq")
     with pytest.raises(NotModelledError):
         costmodel.estimate("TCMP", "16x64", "f16", arch="a5")
+    # dst is the mask: its type may be named, as the arch's mask type (isa.md §3 row 22)
+    assert request("TCMP", (16, 64), "f32", "a2a3", dst_dtype="u8").dst.dtype.name == "u8"
+    with pytest.raises(costmodel.PtoCostError, match="writes a u8 mask on a2a3"):
+        request("TCMP", (16, 64), "f32", "a2a3", dst_dtype="f32")
 
 
 def test_compare_classes_follow_the_stub_table():
