@@ -20,7 +20,7 @@ from costmodel._data import data_path, read_rows
 from costmodel.models.a2a3_intrinsic import KINDS, plan_features, split_key
 from costmodel.models.params import ParamRow, ParamTable, read_table
 
-from .linear import fit_linear, grouped_folds
+from .linear import fit_linear, grouped_folds, one_blas_thread
 from .metrics import summary
 from .traces import fitted_groups, row_where, trace_request, trace_wording
 
@@ -152,13 +152,13 @@ def design(features: list[dict[str, float]], table: ParamTable, dtypes: str) -> 
     return X, [cols[n] for n in names] + [c for n, c in cols.items() if n not in names]
 
 
-def _fit(X, y, columns: list[Column], shrink: float):
+def _fit(X, y, columns: list[Column], shrink: float, stderr: bool = True):
     names = [c.name for c in columns][: X.shape[1]]
     parent = {c.name: c.parent for c in columns}
     prior = {c.name: c.prior for c in columns if c.parent is None and c.prior is not None}
     scale = {c.name: c.scale for c in columns}
     lower = {c.name: 0.0 for c in columns if c.parent is None and "~" not in c.name}
-    return fit_linear(X, y, names, parent=parent, prior=prior, scale=scale, lower=lower, shrink=shrink)
+    return fit_linear(X, y, names, parent=parent, prior=prior, scale=scale, lower=lower, shrink=shrink, stderr=stderr)
 
 
 @dataclass(frozen=True)
@@ -191,6 +191,7 @@ def lower_rows(trace: pd.DataFrame) -> tuple[list[dict[str, float]], list[int], 
     return feats, keep, notes
 
 
+@one_blas_thread
 def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = "",
              group_by: str = "shape") -> tuple[A2A3Fit, list[str]]:
     """Fit the A2/A3 parameters to the checked trace rows of arch a2a3; returns (fit, notes on skipped rows)."""
@@ -211,7 +212,7 @@ def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = ""
             pred = np.full(len(y), np.nan)
             for f in np.unique(folds):
                 tr, te = folds != f, folds == f
-                pred[te] = _fit(X[tr], y[tr], columns, shrink).predict(X[te])
+                pred[te] = _fit(X[tr], y[tr], columns, shrink, stderr=False).predict(X[te])
             preds.append(pred)
         pred = preds[0]
         s = summary(pred, y)

@@ -22,7 +22,7 @@ from costmodel.models.a5_formula import NOT_ELEMENTWISE
 from costmodel.models.params import ParamRow
 
 from .a5_smooth_fit import OFFSET_PRIOR, SmoothFit, fit_smooth, predict_smooth
-from .linear import fit_linear, grouped_folds
+from .linear import fit_linear, grouped_folds, one_blas_thread
 from .metrics import summary
 from .traces import fitted_groups, row_where, trace_request, trace_wording
 
@@ -239,6 +239,7 @@ def _cross_validate(rows: Rows, jobs: list[tuple[str, float | None, str | None, 
     return out
 
 
+@one_blas_thread
 def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = "",
                    group_by: str = "shape") -> tuple[A5FormulaFit, list[str]]:
     """Fit the A5 formula to the trace's a5 rows; returns (fit, notes on rows that could not be lowered)."""

@@ -24,6 +24,7 @@ import pandas as pd
 from costmodel.models.a5_pipeline import PipelineModel
 
 from .io import atomic_path
+from .linear import one_blas_thread
 from costmodel.models.a5_pipeline_engine import Template
 from costmodel.models.a5_pipeline_uarch import PARAMS_FILE, A5Uarch
 
@@ -236,6 +237,7 @@ class PipelineFit:
         return {f.name: getattr(self.uarch, f.name) for f in fields(self.uarch)}
 
 
+@one_blas_thread
 def fit_pipeline(frame: pd.DataFrame, *, cases: Cases | None = None, rows: np.ndarray | None = None,
                  init: A5Uarch | None = None, windows: tuple[int, ...] = WINDOWS, loss: str = "soft_l1",
                  f_scale: float = 0.05, max_nfev: int = 60, exclude_mirrors: bool = True,
