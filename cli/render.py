@@ -259,8 +259,9 @@ def validation_text(rep, name: str) -> None:
     con = console()
     o = rep.overall
     repeats = o.get("repeats", 0)
-    con.print(f"[bold]{plain(name)}[/]: {o['n']} of {o['rows']} rows scored"
-              + (f" ({repeats} repeated run(s) of a case averaged into it: one scored row per case)" if repeats else ""))
+    con.print(f"[bold]{plain(name)}[/]: {o['n'] + repeats} of {o['rows']} rows scored"
+              + (f", as {counted(o['n'], 'case')}: {repeats} repeated run(s) averaged into their case" if repeats
+                 else ""))
     if o["n"]:
         con.print(f"overall: MAPE {o['mape']:.2f} %, median {o['median_ape']:.2f} %, worst {o['worst_ape']:.2f} %, "
                   f"within 5 % {o['within_5']:.1f} %, Kendall tau "
@@ -365,6 +366,8 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
                       "-" if se is None or se != se else f"{se:.3g}" + (" !" if wide else ""),
                       str(int(r["n_obs"])), "-" if r["cv_mape"] is None or r["cv_mape"] != r["cv_mape"] else f"{r['cv_mape']:.1f}")
         con.print(t)
+        if sec.get("legend"):
+            con.print(plain(f"  {sec['legend']}"))
         if loose:
             con.print(plain(f"  !: {loose} parameter(s) with a standard error larger than the value: these rows hardly "
                             "pin them down (the value leans on the family, the prior or the other terms)"))

@@ -165,7 +165,8 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
         if shape is None:
             raise ShapeError(f"{inst.name} needs --shape RxC")
         rows, cols = parse_shape(shape)
-        dst = _tile((rows, cols), dst_dt or dt, valid, static_valid=sv, name="dst")
+        # a compare's dst is its mask: the tile of the request's shape and type is its first source
+        dst = _tile((rows, cols), dst_dt or dt, valid, static_valid=sv, name="src0" if inst.name in COMPARES else "dst")
         vr, vc = dst.valid
         if fam in ELEMENTWISE:
             if fam in READS_DST and dst_dt is not None and dst_dt != dt:
@@ -365,7 +366,7 @@ def _mask_op_tiles(inst, arch, dt, shape, dst, sv, params):
     otherwise; TSELS (dst, src, mask; scalar), which reads one."""
     if 0 in dst.valid:
         raise ShapeError(f"valid region {dst.valid[0]}x{dst.valid[1]} is empty; {inst.name} needs at least 1x1")
-    if inst.name != "TCMP":
+    if inst.name in SCALAR_MASK_OPS:
         params["scalar"] = _scalar(inst, arch, dt, params.get("scalar"))
     if inst.name == "TSELS":
         return [("dst", dst), ("src", _tile(shape, dt, dst.valid, static_valid=sv, name="src")),
@@ -423,6 +424,7 @@ SHARED_PARAMS = ("in_place", "vf_impl_kind", "precision", "src_valid")
 # parameters only some ops of a family honour: the plan of another would ignore them (TSUBS scalar_tile would still
 # compute src - s while its golden computes s - src)
 PARAM_OPS = {"order": ("TDIVS",), "cmp_mode": COMPARES}
+SCALAR_MASK_OPS = ("TCMPS", "TSELS")  # the compare_select ops that take a scalar
 
 
 def _check_param_names(params: dict) -> None:
@@ -446,6 +448,8 @@ def _arch_rules(inst, arch, dt, tiles, params):
     for key, ops in PARAM_OPS.items():
         if key in params and inst.name not in ops:
             raise ParamError(f"{key} applies to {', '.join(ops)} only, not {inst.name}")
+    if "scalar" in params and inst.family == "compare_select" and inst.name not in SCALAR_MASK_OPS:
+        raise ParamError(f"scalar applies to {', '.join(SCALAR_MASK_OPS)} in {inst.family}, not {inst.name}")
     # on A2/A3 only the elementwise sequences place dst over a source (lower/a2a3/sequence.py); other families' plans
     # would keep their own buffers
     if arch == "a2a3" and truthy(params.get("in_place", False)) and inst.family not in ELEMENTWISE:

@@ -285,7 +285,12 @@ def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, so
         for base in ("start", "rep"):
             name = f"{base}:{cls}"
             root, own = f"{base}@{fam_cls}", class_prior(table, cls, base)
-            v = (effective(name) if name in by_name else effective(root) if root in by_name else
+            # a class no row measures takes its family's fitted value; one with a reference value of its own keeps
+            # its offset from the family's reference mean (costmodel.md §5: vcmpv_ge/ne 14/2/22 against vsel 13/2/14)
+            measured = nobs.get(name, 0) or any(c.parent == name and nobs.get(c.name, 0) for c in columns)
+            offset = own - family_prior(table, fam_cls, base) if own is not None and not measured else 0.0
+            v = (max(0.0, effective(name) + offset) if name in by_name else
+                 max(0.0, effective(root) + offset) if root in by_name else
                  own if own is not None else family_prior(table, fam_cls, base))
             n, e, cv = nobs.get(name, 0), err.get(name), cv_of(name)
             if base == "start":

@@ -126,6 +126,9 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         run.sections.append({"arch": "a5", "model": "formula", "selection": fit.selection,
                              "choice": _a5_choice(fit, sorted(set(a5["op"].str.upper()))), "report": _a5_report(fit.report),
                              "value_label": "p1 (per chunk)",
+                             "legend": "coefficients: p0 per program, p1 per chunk, p2 per row of a 2D program whose "
+                                       "rows hold one chunk, p3 per row and p4 per chunk of one whose rows hold more, "
+                                       "p5 a one-chunk 1D program; the ± is p1's",
                              "cv": summary(fit.cv_predictions, y), "fitted_rows": len(y), "notes": notes,
                              "accuracy": _accuracy_label(a5, k, group_by),
                              "outliers": outliers(a5, fit.insample)})

@@ -303,6 +303,9 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
             lines = ", ".join(str(int(x)) for x in df.loc[idx, LINE])
             said = ", ".join(f"{v:g}" for v in df.loc[idx, "measured_cycles"])
             msg = f"conflicting duplicates ({df.attrs.get('line_unit', 'line')}s {lines}) measured {said}"
+            extras = sorted({cell_text(v) for v in df.loc[idx, "extra"]}) if "extra" in df else []
+            if len(extras) > 1:  # test parameters the request does not read may be what tells them apart
+                msg += f"; their `extra` differs ({' | '.join(e or '(none)' for e in extras)}), which is not read"
             problems.extend(Problem(int(line), "measured_cycles", msg) for line in df.loc[idx, LINE])
     # predicting reads no measurement: a row whose measured_cycles is wrong is still priced (the problem is its note)
     bad_lines = {p.line for p in problems if require_measured or p.column != "measured_cycles"}

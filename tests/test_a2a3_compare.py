@@ -167,3 +167,56 @@ def test_tsels_golden_takes_the_scalar_where_the_bit_is_clear():
     mask = np.array([[0b10100101, 0b01]], dtype=np.uint8)
     got = golden("TSELS", src, mask, scalar=-1)
     assert got.tolist() == [[0, -1, 2, -1, -1, 5, -1, 7, 8, -1]]
+
+
+def test_tcmps_scalar_is_of_the_tile_type():
+    """The CPU's scalar is a T: 0.1 compared with f16 data holding f16(0.1) is equal, in every mode that says so."""
+    a = np.full((1, 16), np.float16(0.1), dtype=np.float16)
+    got = {m: golden("TCMPS", a, scalar=0.1, cmp_mode=m)[0, 0] for m in ("eq", "ne", "le", "ge", "lt")}
+    assert got == {"eq": 255, "ne": 0, "le": 255, "ge": 255, "lt": 0}
+
+
+def test_the_cpu_eq_tolerance_is_a_named_divergence(monkeypatch):
+    """Values within 1e-9 of the scalar but not equal to it: the CPU's EQ says equal, the NPU's exact vcmpvs does not
+    (isa.md §4); verify fails and says why."""
+    import costmodel.emulate.verify as ver
+
+    req = request("TCMPS", (1, 64), "f32", "a2a3", scalar=0.0)
+    plan = lower.lower(req, lower.strategies(req)[0])
+    real = ver.make_inputs
+
+    def tiny(plan, seed):
+        inputs = real(plan, seed)
+        inputs["src0"] = np.full_like(inputs["src0"], 1e-10)
+        return inputs
+
+    monkeypatch.setattr(ver, "make_inputs", tiny)
+    v = verify(plan)
+    assert v.ok is False and "CPU TCMPS's EQ is |a - s| < 1e-9" in v.note
+
+
+def test_only_the_scalar_mask_ops_take_a_scalar_and_shape_errors_name_the_source():
+    with pytest.raises(ParamError, match="scalar applies to TCMPS, TSELS in compare_select, not TSEL"):
+        request("TSEL", (16, 64), "f16", "a2a3", scalar=3)
+    with pytest.raises(ParamError, match="not TCMP"):
+        request("TCMP", (16, 64), "f16", "a2a3", scalar=3)
+    with pytest.raises(costmodel.PtoCostError, match="^src0 64x1 f32"):
+        request("TCMP", (64, 1), "f32", "a2a3")
+
+
+def test_plans_say_why_their_default():
+    one = lower.lower(request("TCMP", (4, 256), "f32", "a2a3"), "1LCount")
+    assert one.notes[0].startswith("1LCount by default: the data and the mask are each one contiguous run")
+    per_row = lower.lower(request("TCMP", (16, 64), "f32", "a2a3"), "2LCount")
+    assert per_row.notes[0].startswith("2LCount by default: one call per row: 1LCount needs mask rows of exactly")
+
+
+def test_a5_tsels_is_priced_as_the_tsel_family_it_runs():
+    """A5 TSELS runs TSEL's select programs (inferred): priced by the TSEL family's fitted formula, near TSEL's own
+    cost (one load fewer), far above an add's body (QA: it was priced as TADD, a third of TSEL)."""
+    tsel = costmodel.estimate("TSEL", "10x672", "f32", arch="a5", valid=(10, 640), verify=False)
+    tsels = costmodel.estimate("TSELS", "10x672", "f32", arch="a5", valid=(10, 640), verify=False)
+    tadd = costmodel.estimate("TADD", "10x672", "f32", arch="a5", valid=(10, 640), verify=False)
+    assert tsels.strategy == tsel.strategy and abs(tsels.cycles / tsel.cycles - 1) < 0.25
+    assert tsels.cycles > 2 * tadd.cycles
+    assert any("TSELS was not measured: formula parameters of the family TSEL:b32" in n for n in tsels.notes)

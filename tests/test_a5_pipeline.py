@@ -341,6 +341,8 @@ def test_a_long_timeline_puts_several_cycles_in_a_column_so_every_row_has_its_ma
     assert not r.trace_clipped
     wide = PipelineModel().simulate(api.plan("TMINS", (8, 4096), "f16", "a5"))
     assert wide.trace_clipped
+    capped = wide.timeline(max_iterations=30, max_lines=20).to_text()
+    assert "(first 30 iterations of each loop, and at most 20 rows)" in capped
 
 
 def test_cli_plan_timeline():

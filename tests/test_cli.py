@@ -449,7 +449,7 @@ def test_ops_lists_the_catalogue():
     # siblings' body, an op with no measured sibling (TRSQRT: two SFU ops per chunk) by the pipeline
     by = {i["name"]: i["a5_priced_by"] for i in doc5}  # every row has the key, as the table has the column
     assert by["TADD"] == by["TCVT"] == "formula" and by["TABS"] == by["TADDS"] == "body"
-    assert by["TRSQRT"] == "anchored" and by["TSELS"] == "body" and by["TCMP"] is None
+    assert by["TRSQRT"] == "anchored" and by["TSELS"] == "family" and by["TCMP"] is None
 
 
 def test_compare_across_arches_lists_both():

@@ -141,6 +141,13 @@ def test_a2a3_fit_gives_every_class_of_a_family_a_value_even_unobserved_and_with
     assert per_repeat("vcmin") == pytest.approx(per_repeat("vcadd"))
     assert per_repeat("vcmin") != pytest.approx(per_repeat("default"))
 
+    # an unmeasured class with a reference value of its own keeps its offset from the family's reference mean
+    # (costmodel.md §5: vcmpv_ge/ne 14 + 22 against vsel 13 + 14), so the reference's difference survives the fit
+    def start(cls):
+        return sum(table.value("a2a3", "intrinsic", "intrinsic", cls, t) for t in ("head", "tail"))
+
+    assert start("vcmpv") - start("vsel") == pytest.approx((14 + 22) - (13 + 14))
+
 
 def test_a5_formula_fit_recovers_a_synthetic_max_form():
     from costmodel.models import a5_formula as fm

@@ -452,3 +452,12 @@ def test_a_rejected_rows_note_names_its_measured_problem_first_and_no_echo(tmp_p
     p.write_text("arch,op,dtype,rows,cols,measured_cycles\na2a3,TADD,f16,-3,64,-5\n")
     note = predict_frame(read_trace(p))["note"].iloc[0]
     assert note.startswith("measured_cycles: '-5'") and "rows: '-3'" in note and "valid_rows" not in note
+
+
+def test_conflicting_duplicates_that_differ_in_extra_say_so(tmp_path):
+    header = "arch,op,dtype,dst_dtype,rows,cols,valid_rows,valid_cols,extra,measured_cycles\n"
+    p = write(tmp_path, "a2a3,TMINS,fp16,,16,64,16,64,cmpMode=EQ,40\n"
+                        "a2a3,TMINS,fp16,,16,64,16,64,cmpMode=GE,50\n", header)
+    _, problems = check_trace(read_trace(p))
+    assert [pr.line for pr in problems] == [2, 3]
+    assert all("their `extra` differs (cmpMode=EQ | cmpMode=GE), which is not read" in pr.message for pr in problems)

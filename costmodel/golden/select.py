@@ -60,11 +60,13 @@ def _compare(inst, operands, valid, out, params):
     with np.errstate(invalid="ignore"):
         if inst.name == "TCMP":
             bits = _PREDICATES[mode](a, np.asarray(operands[1])[:vr, :vc])
-        elif mode in ("eq", "ne"):
-            eq = np.abs(a.astype(np.float64) - float(_scalar_of(params))) < CPU_EQ_TOLERANCE
-            bits = eq if mode == "eq" else ~eq
         else:
-            bits = _PREDICATES[mode](a, np.asarray(_scalar_of(params)).astype(src0.dtype))
+            s = np.asarray(_scalar_of(params)).astype(src0.dtype)  # the scalar is of the tile's type T
+            if mode in ("eq", "ne"):
+                eq = np.abs(a.astype(np.float64) - s.astype(np.float64)) < CPU_EQ_TOLERANCE
+                bits = eq if mode == "eq" else ~eq
+            else:
+                bits = _PREDICATES[mode](a, s)
     shape = np.shape(out) if out is not None else params.get("dst_shape") or (src0.shape[0], math.ceil(src0.shape[1] / 8))
     dst = np.zeros(tuple(shape), dtype=np.uint8)
     packed = np.packbits(bits, axis=1, bitorder="little")[:, :dst.shape[1]]

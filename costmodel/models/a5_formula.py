@@ -41,7 +41,7 @@ import numpy as np
 from ..dtypes import all_dtypes
 from ..errors import NotModelledError
 from ..isa_a5 import VfProgram
-from ..lower.a5.dispatch import select_variant
+from ..lower.a5.dispatch import SELECTS, select_variant
 from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..plan import Plan
 from ..request import Request
@@ -81,7 +81,7 @@ def family_of(key: dict[str, str]) -> str:
     mask variant (costmodel.md §3 step 6: fp32 uses the TSel_b32 programs, fp16 and int8 share TSel_b16_8)."""
     if key["name"] == "TCVT":
         return f"TCVT:{BITS.get(key['dtype'], 0)}>{BITS.get(key['dst_dtype'] or key['dtype'], 0)}"
-    if key["name"] == "TSEL":
+    if key["name"] in SELECTS:  # TSELS runs TSEL's select programs (inferred): it is priced as their family
         return "TSEL:b32" if BITS.get(key["dtype"], 0) >= 32 else "TSEL:b16_8"
     return f"{key['name']}:{key['op_params']}" if key["op_params"] else key["name"]
 
@@ -339,8 +339,10 @@ class A5FormulaModel:
                                    f"{key['name']} {types}{variant} row{'s' if error[1] != 1 else ''}, each "
                                    "predicted by a "
                                    "fit that did not see its tile shape",
-                            "family": f"formula parameters of the family {family_of(key)} ({types} was not "
-                                      "measured)",
+                            "family": (f"formula parameters of the family {family_of(key)} ({types} was not "
+                                       "measured)" if family_of(key).startswith(f"{key['name']}:") else
+                                       f"{key['name']} was not measured: formula parameters of the family "
+                                       f"{family_of(key)} (inferred: it runs that family's programs)"),
                             "body": f"{key['name']} was not measured: priced by the formula of the measured ops "
                                     f"whose chunks do the same work (body {sig})"}[src]
         chunk_size = _other_chunk_size(table, key, plan) if src == "family" and key["name"] == "TCVT" else ""

@@ -177,16 +177,18 @@ class Timeline:
                          f"{r['stall']:<12}{r['unit']:<7}{''.join(chart)}  {r['instruction']}")
         shown = len(rows)
         if shown < len(self.trace):
+            cap = f", and at most {self.max_lines} rows" if shown >= self.max_lines else ""
             lines.append(f"... {len(self.trace) - shown} more dynamic instructions not shown "
                          f"(first {self.max_iterations} iteration{'s' if self.max_iterations != 1 else ''} of each "
-                         "loop)")
+                         f"loop{cap})")
         else:
             most = max((i for r in rows for i in r["iterations"]), default=-1) + 1
             if most and most < self.max_iterations:
                 lines.append(f"every simulated instruction is shown: the loops ran at most {most} iteration"
                              f"{'s' if most > 1 else ''} in this simulation, fewer than the {self.max_iterations} "
                              "asked for")
-        lines.append(f"this timeline ends at cycle {self.trace.end:.2f} (last done + drain {self.trace.drain:g})")
+        lines.append(f"the recorded trace these rows come from ends at cycle {self.trace.end:.2f} (its last done + drain "
+                     f"{self.trace.drain:g})")
         return "\n".join(lines)
 
 

@@ -51,8 +51,9 @@ def _check(req: Request) -> None:
                                "were f16 (isa.md §4); modelled: f32 f16 i32")
     mode = req.param("cmp_mode")
     if req.dtype.name == "i32" and mode is not None and mode not in I32_MODES:
-        raise ParamError(f"{req.op} i32 on a2a3 compares only EQ (the NPU silently turns {mode.upper()} into EQ, "
-                         "isa.md §4); accepted: --cmp-mode eq")
+        why = (f"the NPU silently turns {mode.upper()} into EQ, isa.md §4" if req.op == "TCMPS" else
+               "isa.md §3 row 22")
+        raise ParamError(f"{req.op} i32 on a2a3 compares only EQ ({why}); accepted: --cmp-mode eq")
 
 
 def _region(req: Request) -> tuple[int, int]:
@@ -103,5 +104,9 @@ def lower(req: Request, strategy: str) -> Plan:
         if i:
             body.append(PipeBarrier("V"))
         body += modes.emit(strategy, step, vr, _cols(step, MASK[req.op], vc))
-    notes = ("mask bits restart at mask row i for data row i (A2/A3 NPU, isa.md §4.5)",)
+    default, table = strategies(req)
+    why = ("the data and the mask are each one contiguous run: one call" if default == "1LCount" else
+           f"one call per row: 1LCount {table['1LCount']}")
+    chose = f"{default} by default: {why}" if strategy == default else f"{strategy} as asked; the default would be {default}"
+    notes = (chose, "mask row i holds the bits of data row i (A2/A3 NPU, isa.md §4.5)")
     return Plan("a2a3", req.op, strategy, req, buffers, tuple(body), notes)

@@ -89,12 +89,14 @@ def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
 
 
 SELECT_VARIANTS = ("TSel_b32_even", "TSel_b32_odd")  # a 32-bit TSEL in 1D by trip-count parity (§3 step 6)
+# the ops that run TSEL's select programs: TSELS selects against a scalar through the same mask (inferred)
+SELECTS = ("TSEL", "TSELS")
 
 
 def select_variant(req: Request, strategy: str) -> str:
     """Return the program a 32-bit TSEL runs in 1D, which upstream keys by the parity of the 1D trip count
     (costmodel.md §3 steps 4 and 6: TSel_b32_even / TSel_b32_odd), or "" for every other request."""
-    if req.op != "TSEL" or req.dtype.bits != 32 or not strategy.startswith("1d"):
+    if req.op not in SELECTS or req.dtype.bits != 32 or not strategy.startswith("1d"):
         return ""
     per_vector = constants("a5").vl_bytes * 8 // req.dtype.bits  # elements per vector (costmodel.md §3 step 3)
     inner = -(-req.dst.valid_rows * req.dst.valid_cols // per_vector)
