@@ -88,9 +88,9 @@ A5_FITTED = [(op, d) for op, d in OPS["a5"] if op in _a5_fitted()]
 # priced by the anchored pipeline under `auto`: no formula parameters of their own nor of a sibling body
 A5_UNMEASURED = [(op, d) for op, d in OPS["a5"] if op in ("TRSQRT", "TDIV")]
 A5_CONVERSIONS = sorted(convert_rows())  # (source, destination) pairs A5 lowers
-A5_SELECTS = [("TSEL", d) for d in catalog().set_index("name").loc["TSEL", "a5_dtypes"].split()]
+A5_SELECTS = [(op, d) for op in ("TSEL", "TSELS") for d in catalog().set_index("name").loc[op, "a5_dtypes"].split()]
 A2A3_CONVERSIONS = sorted(a2a3_pairs())  # (source, destination) pairs A2/A3 lowers
-A2A3_SELECTS = [("TSEL", d) for d in catalog().set_index("name").loc["TSEL", "a2a3_dtypes"].split()]
+A2A3_SELECTS = [(op, d) for op in ("TSEL", "TSELS") for d in catalog().set_index("name").loc[op, "a2a3_dtypes"].split()]
 PAIRS = {"a2a3": A2A3_CONVERSIONS, "a5": A5_CONVERSIONS}
 
 

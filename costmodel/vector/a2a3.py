@@ -1,4 +1,4 @@
-"""A2/A3 unary, binary, binary-scalar, conversion and TSEL groups in closed form: formula-model features over arrays
+"""A2/A3 unary, binary, binary-scalar, conversion, TSEL and TSELS groups in closed form: formula-model features over arrays
 of shapes.
 
 For every emission mode of lower/a2a3/modes.py this module counts what `plan_features`
@@ -10,7 +10,8 @@ lower/a2a3/elementwise.py decides them per request) are numpy masks.
 
 Read from the lowering code on the group's representative request (one source of truth): the lowering row and its
 named alternatives, their mode-rule EPR (`elementwise.epr_of`); a conversion's chain of vconv steps, its CTRL
-writes and the EPRs of its mode rules (lower/a2a3/convert.py); TSEL's vsel step (lower/a2a3/select.py); the built
+writes and the EPRs of its mode rules (lower/a2a3/convert.py); TSEL's vsel step and TSELS's vector_dup and vsel
+(lower/a2a3/select.py); the built
 steps (intrinsic, compute dtype, EPR, `as=` lane ratio, operand buffers and row strides), the buffers the allocator
 places, the arch constants. What this module restates are the per-mode counts and decision rules over arrays (TSEL's
 one-call rule among them); tests/test_sweep_vector.py compares them with the plan path under hypothesis.
@@ -152,9 +153,10 @@ def _convert_form(rep: Request, table) -> RowForm | None:
 
 
 def _select_form(rep: Request, table) -> RowForm | None:
-    """TSEL: one vsel through the packed mask (lower/a2a3/select.py)."""
-    (step,), bufs = select.steps(rep)
-    return _form(rep, "select", step.epr, [(step, Fraction(1))], bufs, set(), table)
+    """TSEL: one vsel through the packed mask; TSELS: the scalar's vector_dup into tmp, then that vsel
+    (lower/a2a3/select.py)."""
+    steps, bufs = select.steps(rep)
+    return _form(rep, "select", steps[-1].epr, [(s, Fraction(1)) for s in steps], bufs, set(), table)
 
 
 def _form(rep: Request, rule: str, epr: int, built, bufs, blocks, table, *, ctrl: int = 0,
@@ -457,7 +459,7 @@ def prepare(rep: Request, make, models) -> Prepared | None:
             _, strat_table = convert.strategies(rep)
             alts, base_form = {}, _convert_form(rep, table)
         elif rep.family == "compare_select":
-            if rep.op != "TSEL":  # TCMP/TCMPS write the mask as dst: the sweep lowers each request
+            if rep.op not in ("TSEL", "TSELS"):  # TCMP/TCMPS write the mask as dst: the sweep lowers each request
                 return None
             _, strat_table = select.strategies(rep)
             alts, base_form = {}, _select_form(rep, table)
