@@ -2,7 +2,7 @@
 `best` and `note` out (DESIGN.md §2).
 
 Rows are grouped by everything but their shape (op, dtypes, arch, op parameters). A group whose family has a
-closed form (`costmodel.vector`: unary, binary and binary-scalar ops, conversions and TSEL, on both arches) is
+closed form (`costmodel.vector`: unary, binary and binary-scalar ops, conversions and the mask ops, on both arches) is
 costed with numpy over its shape arrays — every legal strategy of every row, no plan per row. Every other group,
 and the rows a closed form does not cover, take the per-request path: each distinct request is lowered and costed
 once (strategy by strategy) and merged back; on A5, where such rows are priced by the anchored pipeline, their

@@ -90,7 +90,8 @@ A5_UNMEASURED = [(op, d) for op, d in OPS["a5"] if op in ("TRSQRT", "TDIV")]
 A5_CONVERSIONS = sorted(convert_rows())  # (source, destination) pairs A5 lowers
 A5_SELECTS = [(op, d) for op in ("TSEL", "TSELS") for d in catalog().set_index("name").loc[op, "a5_dtypes"].split()]
 A2A3_CONVERSIONS = sorted(a2a3_pairs())  # (source, destination) pairs A2/A3 lowers
-A2A3_SELECTS = [(op, d) for op in ("TSEL", "TSELS") for d in catalog().set_index("name").loc[op, "a2a3_dtypes"].split()]
+A2A3_SELECTS = ([(op, d) for op in ("TSEL", "TSELS") for d in catalog().set_index("name").loc[op, "a2a3_dtypes"].split()]
+                + [(op, d) for op in ("TCMP", "TCMPS") for d in ("f32", "f16", "i32")])  # the modelled compares
 PAIRS = {"a2a3": A2A3_CONVERSIONS, "a5": A5_CONVERSIONS}
 
 
@@ -106,6 +107,8 @@ def groups(draw, arch, max_rows=300, max_shapes=6, ops=None):
         params["saturation"] = draw(st.sampled_from(["on", "off"]))
     if draw(st.integers(0, 3)) == 0:  # dst over the first source (A5: any op, alias_source permitting)
         params["in_place"] = True
+    if op in ("TCMP", "TCMPS"):  # A2/A3 i32 compares only EQ (isa.md §3 row 22)
+        params["cmp_mode"] = "eq" if dtype == "i32" else draw(st.sampled_from(["eq", "ne", "lt", "le", "gt", "ge"]))
     if op == "TRECIP" and arch == "a5" and dtype in ("f16", "f32"):
         params["precision"] = draw(st.sampled_from(["default", "high_precision"]))
     shapes = []
@@ -193,7 +196,8 @@ def _plan_path_or_none(make, shape, model_cls):
 
 
 def _documented_fallback(make) -> bool:
-    """A2/A3 scalar loops and `@hook` sequences have no closed form (costmodel/vector/a2a3.py)."""
+    """A2/A3 scalar loops, `@hook` sequences and TCMPS NE (a NOT over mask words) have no closed form
+    (costmodel/vector/a2a3.py)."""
     from costmodel.lower.a2a3.table import alternatives, lowering_row
 
     try:
@@ -202,6 +206,8 @@ def _documented_fallback(make) -> bool:
         return True
     if req.arch != "a2a3":
         return False
+    if req.op == "TCMPS" and req.param("cmp_mode") == "ne":
+        return True
     rows = [lowering_row(req), *alternatives(req).values()]
     return any(r.rule == "scalar_loop" or r.hook for r in rows)
 
@@ -234,7 +240,8 @@ def test_closed_form_on_the_edges_of_the_mode_rules(arch, op, dtype, static_vali
     ("TCVT", "f16", {"dst_dtype": "f32"}),
     ("TCVT", "f32", {"dst_dtype": "i16", "saturation": "off"}),  # two vconv steps through an s32 tmp, CTRL writes
     ("TCVT", "f16", {"dst_dtype": "i8", "saturation": "off"}),   # three steps of two EPRs
-    ("TSEL", "f16", {}), ("TSEL", "f32", {})])
+    ("TSEL", "f16", {}), ("TSEL", "f32", {}), ("TSELS", "u16", {}), ("TCMP", "f32", {"cmp_mode": "ge"}),
+    ("TCMP", "i32", {}), ("TCMPS", "f16", {"cmp_mode": "lt"})])
 @pytest.mark.parametrize("static_valid", [False, True])
 def test_a2a3_conversions_and_select_in_closed_form_on_the_edges(op, dtype, params, static_valid):
     shapes = _edge_shapes(BITS[dtype], static_valid)

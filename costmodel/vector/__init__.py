@@ -4,10 +4,10 @@ A *group* is a set of sweep rows with the same op, dtypes, arch and op parameter
 valid cols) vary. For the families below the cost of every legal strategy is a closed form over those four
 arrays, so a group is costed without lowering a plan per row:
 
-* A2/A3 unary, binary and binary-scalar ops, conversions and TSEL (`a2a3.py`): the formula model's features
-  counted per emission mode;
-* A5 unary, binary and binary-scalar ops, conversions and TSEL (`a5.py`): the VF program's trip counts (chunks C,
-  rows R) per loop form, priced by the A5 formula or by the pipeline model's vectorised `cycles_for`.
+* A2/A3 unary, binary and binary-scalar ops, conversions and the mask ops TSEL, TSELS, TCMP, TCMPS (`a2a3.py`):
+  the formula model's features counted per emission mode;
+* A5 unary, binary and binary-scalar ops, conversions, TSEL and TSELS (`a5.py`): the VF program's trip counts
+  (chunks C, rows R) per loop form, priced by the A5 formula or by the pipeline model's vectorised `cycles_for`.
 
 Everything constant within a group (elements per repeat, the intrinsic steps and their classes, the dispatch
 result for a contiguous and a strided request, the lowered program of each structure) is read from the lowering
@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..catalog import ELEMENTWISE
+from ..catalog import COMPARES, ELEMENTWISE
 from ..errors import PtoCostError
 from ..lower.alloc import aligned, overflow_message
 from ..request import Request
@@ -295,12 +295,18 @@ def nan_unless(cond: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
+def mask_of(req: Request) -> str:
+    """The operand that is a packed mask (operands.py _mask_tile): a compare's dst, else the one called `mask`."""
+    return "dst" if req.op in COMPARES else "mask"
+
+
 def _uniform(req: Request) -> bool:
-    """Whether every operand tile has dst's static shape, valid region, layout and static-valid flag (a TSEL mask:
-    the one make_request derives from dst, operands.py _mask_tile)."""
-    d = req.dst
+    """Whether every operand tile but the mask (the one make_request derives from the data, operands.py _mask_tile)
+    has the first data tile's static shape, valid region, layout and static-valid flag."""
+    tiles = [t for n, t in req.tiles if n != mask_of(req)]
+    d = tiles[0]
     return all((t.shape, t.valid, t.layout, t.static_valid) == (d.shape, d.valid, "row_major", d.static_valid)
-               for n, t in req.tiles if n != "mask")
+               for t in tiles)
 
 
 def screen(arch: str, rep: Request, named: list[tuple[str, int, int]], shapes: Shapes, out, messages: dict,
@@ -346,7 +352,7 @@ def shape_errors(req: Request, shapes: Shapes, rows: np.ndarray) -> Errors | Non
     r, c, vr, vc = (a[rows] for a in shapes)
     larger = (vr > r) | (vc > c)
     kind = np.where(larger, 0, -1)
-    tiles = [(n, t.dtype) for n, t in req.tiles if n != "mask"]  # a mask's rows are padded to whole blocks
+    tiles = [(n, t.dtype) for n, t in req.tiles if n != mask_of(req)]  # a mask's rows are padded to whole blocks
     for i, (_, dt) in enumerate(tiles):
         kind = np.where((kind < 0) & (vr >= 1) & (vc >= 1) & (fmod(c * dt.bits, 256) != 0), i + 1, kind)
     take = np.flatnonzero(kind >= 0)
@@ -355,7 +361,7 @@ def shape_errors(req: Request, shapes: Shapes, rows: np.ndarray) -> Errors | Non
     key = np.stack([kind[take], r[take], c[take], np.where(larger[take], vr[take], 0),
                     np.where(larger[take], vc[take], 0)], axis=1)
     uniq, code = np.unique(key, axis=0, return_inverse=True)
-    messages = [valid_too_large("dst", a, b, rr, cc) if k == 0 else unaligned(tiles[k - 1][0], "row_major", rr, cc,
+    messages = [valid_too_large(tiles[0][0], a, b, rr, cc) if k == 0 else unaligned(tiles[k - 1][0], "row_major", rr, cc,
                                                                                tiles[k - 1][1])
                 for k, rr, cc, a, b in uniq.tolist()]
     return Errors(rows[take], code.ravel(), messages)
@@ -376,7 +382,7 @@ def request_ok(req: Request, shapes: Shapes) -> np.ndarray:
     """
     rows, cols, vr, vc = shapes
     ok = (vr >= 1) & (vc >= 1) & (vr <= rows) & (vc <= cols)
-    for bits in {t.dtype.bits for n, t in req.tiles if n != "mask"}:  # a mask's rows are padded (_mask_tile)
+    for bits in {t.dtype.bits for n, t in req.tiles if n != mask_of(req)}:  # a mask's rows are padded (_mask_tile)
         ok &= fmod(cols * bits, 256) == 0  # a row-major row is a whole number of 32-byte blocks (tiles.py)
     return ok
 

@@ -1,4 +1,4 @@
-"""A2/A3 unary, binary, binary-scalar, conversion, TSEL and TSELS groups in closed form: formula-model features over arrays
+"""A2/A3 unary, binary, binary-scalar, conversion and mask-op (TSEL, TSELS, TCMP, TCMPS) groups in closed form: formula-model features over arrays
 of shapes.
 
 For every emission mode of lower/a2a3/modes.py this module counts what `plan_features`
@@ -10,8 +10,7 @@ lower/a2a3/elementwise.py decides them per request) are numpy masks.
 
 Read from the lowering code on the group's representative request (one source of truth): the lowering row and its
 named alternatives, their mode-rule EPR (`elementwise.epr_of`); a conversion's chain of vconv steps, its CTRL
-writes and the EPRs of its mode rules (lower/a2a3/convert.py); TSEL's vsel step and TSELS's vector_dup and vsel
-(lower/a2a3/select.py); the built
+writes and the EPRs of its mode rules (lower/a2a3/convert.py); the mask ops' steps (lower/a2a3/select.py); the built
 steps (intrinsic, compute dtype, EPR, `as=` lane ratio, operand buffers and row strides), the buffers the allocator
 places, the arch constants. What this module restates are the per-mode counts and decision rules over arrays (TSEL's
 one-call rule among them); tests/test_sweep_vector.py compares them with the plan path under hypothesis.
@@ -103,25 +102,38 @@ class RowForm:
     legal_eprs: tuple[int, ...] = ()     # the EPRs whose mode rules must all hold (a conversion's steps)
 
 
+def _data_tile(rep: Request):
+    """The tile whose shape the sweep's rows give: dst, or a compare's first source (its dst is the mask)."""
+    return rep.tile(select.REGION[rep.op]) if rep.family == "compare_select" else rep.dst
+
+
+def _mask_name(rep: Request) -> str | None:
+    """The buffer of the packed mask of a compare_select op (TSEL's `mask`, a compare's `dst`), else None."""
+    return select.MASK.get(rep.op) if rep.family == "compare_select" else None
+
+
 def _step_form(rep: Request, step, ratio: Fraction, bufs, blocks) -> StepForm | None:
-    """The StepForm of a built vector step; None for a scalar loop, a scalar read from UB, or an operand whose rows
-    are not dst's (a TSEL mask excepted: its rows only matter to binary-ALU stride checks, which vsel does not
-    pay)."""
+    """The StepForm of a built vector step; None for a scalar loop, a scalar read from UB, a step on the packed mask
+    alone (TCMPS NE's NOT over mask words), or an operand whose rows are not the data's (the mask excepted: its rows
+    only matter to binary-ALU stride checks, which neither vsel nor the compares pay)."""
     if isinstance(step, LoopStep) or isinstance(step.scalar, Addr):
         return None
     by_name = {b.name: b for b in bufs}
     cls = cost_class(step.intrinsic)
+    ref, mask = _data_tile(rep), _mask_name(rep)
+    if mask is not None and all(s.buf == mask for s in step.streams):
+        return None
     row_bits, row_const = [], []
     for s in step.streams:
         tile = by_name[s.buf].tile
         if s.buf in blocks:
             row_bits.append(0)
             row_const.append(s.row_bytes)
-        elif tile.cols == rep.dst.cols and s.row_bytes == tile.cols * tile.dtype.bits // 8 and not s.broadcast:
-            row_bits.append(tile.dtype.bits)
-            row_const.append(0)
-        elif s.buf == "mask" and cls not in BINARY_ALU:
+        elif s.buf == mask and cls not in BINARY_ALU:
             row_bits.append(0)
+            row_const.append(0)
+        elif tile.cols == ref.cols and s.row_bytes == tile.cols * tile.dtype.bits // 8 and not s.broadcast:
+            row_bits.append(tile.dtype.bits)
             row_const.append(0)
         else:
             return None
@@ -153,8 +165,9 @@ def _convert_form(rep: Request, table) -> RowForm | None:
 
 
 def _select_form(rep: Request, table) -> RowForm | None:
-    """TSEL: one vsel through the packed mask; TSELS: the scalar's vector_dup into tmp, then that vsel
-    (lower/a2a3/select.py)."""
+    """The mask ops (lower/a2a3/select.py): TSEL one vsel through the packed mask; TSELS the scalar's vector_dup into
+    tmp, then that vsel; TCMP/TCMPS one compare into the mask as dst (TCMPS NE's NOT over the mask words has no
+    closed form)."""
     steps, bufs = select.steps(rep)
     return _form(rep, "select", steps[-1].epr, [(s, Fraction(1)) for s in steps], bufs, set(), table)
 
@@ -170,17 +183,18 @@ def _form(rep: Request, rule: str, epr: int, built, bufs, blocks, table, *, ctrl
             return None
         steps.append(st)
     buffers, names = [], []
+    ref, mask = _data_tile(rep), _mask_name(rep)
     for b in placed(bufs):  # in place: src shares dst's buffer
         names.append(b.name)
         if b.name in blocks:
             buffers.append((0, b.nbytes))
-        elif b.name == "mask" and rep.family == "compare_select":
+        elif b.name == mask:
             buffers.append(MASK_BUFFER)
-        elif b.tile.shape == rep.dst.shape:
+        elif b.tile.shape == ref.shape:
             buffers.append((b.tile.dtype.bits, 0))
         else:
             return None
-    rep_shapes = Shapes(*(np.array([v]) for v in (rep.dst.rows, rep.dst.cols, rep.dst.valid_rows, rep.dst.valid_cols)))
+    rep_shapes = Shapes(*(np.array([v]) for v in (ref.rows, ref.cols, ref.valid_rows, ref.valid_cols)))
     if int(ub_need(buffers, rep_shapes, _A.ub_align_bytes)[0]) != buffers_end(bufs, _A.ub_align_bytes):  # the placement is not the one assumed
         return None
     # parameters, in the order plan_features first meets each key: per step its head, then its tail at the barrier
@@ -459,7 +473,7 @@ def prepare(rep: Request, make, models) -> Prepared | None:
             _, strat_table = convert.strategies(rep)
             alts, base_form = {}, _convert_form(rep, table)
         elif rep.family == "compare_select":
-            if rep.op not in ("TSEL", "TSELS"):  # TCMP/TCMPS write the mask as dst: the sweep lowers each request
+            if not select.lowers(rep.op):
                 return None
             _, strat_table = select.strategies(rep)
             alts, base_form = {}, _select_form(rep, table)
