@@ -80,3 +80,15 @@ def test_a_type_blind_intrinsic_takes_its_measured_twin_of_the_same_width():
     # an arithmetic intrinsic is not type-blind: i16 TADDS keeps its own class values
     assert costmodel.estimate("TADDS", "64x128", "i16", scalar=3, verify=False).cycles != \
         costmodel.estimate("TADDS", "64x128", "f16", scalar=3, verify=False).cycles
+
+
+def test_an_unmeasured_class_note_says_where_its_price_comes_from():
+    """A class no row measures is priced by its own reference constants (moved with its family) where costmodel.md
+    §5 gives it some, by the default class's constants, or by its family's fitted values: each note says which."""
+    def unmeasured(op, **kw):
+        return [n for n in costmodel.estimate(op, "16x64", "f32", verify=False, **kw).notes if "no measured" in n]
+
+    assert unmeasured("TSEL") == ["no measured row exercises vsel: priced by its reference constants (costmodel.md §5), "
+                                  "moved as the fit moved its cost family"]
+    (note,) = unmeasured("TCMP", cmp_mode="lt")
+    assert note.startswith("no measured row exercises the default class") and "reference's constants for it" in note

@@ -242,9 +242,20 @@ def measured_dtypes(table: ParamTable) -> dict[str, tuple[str, ...]]:
     return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
 
 
+@functools.lru_cache(maxsize=1)
+def _reference_classes() -> frozenset[str]:
+    """The intrinsic classes costmodel.md §5 gives constants of their own (data/a2a3_priors.csv)."""
+    from .._data import data_path
+    from .params import read_table
+
+    return frozenset(r.name for r in read_table(data_path("a2a3_priors.csv")).rows if r.scope == "intrinsic")
+
+
 def _unmeasured_note(cls: str, dt: str, measured: tuple[str, ...]) -> str:
     if cls == "default":
-        cls = "the default class (intrinsics with no stub row of their own, costmodel.md §5)"
+        return ("no measured row exercises the default class (intrinsics with no stub row of their own): priced by "
+                "the reference's constants for it (costmodel.md §5, data/a2a3_priors.csv)")
     elsewhere = f" {dt} row exercises {cls} (measured in {' '.join(measured)} only)" if measured else f" row exercises {cls}"
-    return (f"no measured{elsewhere}: priced by its cost family's fitted values or the reference's constants "
-            "(data/a2a3_priors.csv)")
+    how = ("its reference constants (costmodel.md §5), moved as the fit moved its cost family" if cls in _reference_classes()
+           else "its cost family's fitted values")
+    return f"no measured{elsewhere}: priced by {how}"
