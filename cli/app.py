@@ -907,6 +907,9 @@ def sweep_cmd(
         with render.progress("sweeping on dask", len(grid)) as tick:
             df = sweep_dask(grid, model=model, scheduler=scheduler, workers=workers, progress=tick)
     if len(df) and df["cycles"].isna().all():
+        if json_out:  # a script reading stdout still gets its document; the error goes to stderr as ever
+            render.emit_json({"output": None, "points": len(grid), "rows": len(df), "not_modelled": len(df),
+                              "commonest_reason": _main_reason(df), "verify_sample": None})
         raise PtoCostError(f"no point of the grid could be modelled ({output} not written): {_main_reason(df)}")
     with render.status(f"writing {len(df):,} rows to {output}"):
         write_frame(df, output)

@@ -200,6 +200,13 @@ def test_sweep_json_summary_counts_the_file_and_names_the_commonest_refusal(tmp_
     assert doc["rows"] == len(df) == 8 and doc["not_modelled"] == int(df["cycles"].isna().sum()) == 2
     assert doc["commonest_reason"].startswith("TCMP i32 on a2a3 compares only EQ")
     assert doc["verify_sample"]["tried"] == 3 and doc["verify_sample"]["not_verified"] == []
+    # a grid of which no point can be modelled: exit 2 and the one-line error, and the document for a script still
+    (tmp_path / "none.json").write_text(json.dumps({"ops": ["TCMP"], "archs": ["a5"], "rows": [4], "cols": [64]}))
+    r = run("sweep", str(tmp_path / "none.json"), "-o", str(tmp_path / "none.csv"), "--json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 2 and doc["output"] is None and doc["not_modelled"] == doc["rows"] == 1
+    assert "no A5 VF lowering" in doc["commonest_reason"] and not (tmp_path / "none.csv").exists()
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
 def test_sweep_passes_the_reduce_convert_move_parameters():
