@@ -17,7 +17,7 @@ import numpy as np
 from ..arch import constants
 from ..dtypes import DType, dtype as as_dtype
 from ..golden.convert import convert
-from ..golden.kernels import apply
+from ..golden.kernels import PREDICATES, apply
 from ..isa_a2a3 import Addr, CopyUB, PipeBarrier, ScalarLoop, SetMaskMode, SetVectorMask, VecOp, intrinsic_table
 from ..plan import Plan
 from .ub import UnifiedBuffer, initial_image
@@ -100,24 +100,20 @@ def _ub_scalar(ub: UnifiedBuffer, bases: dict[str, int], addr: Addr, dt: DType) 
     return ub.read(np.array(bases[addr.buf] + addr.offset), dt)
 
 
-_PREDICATES = {"gt": np.greater, "lt": np.less, "ge": np.greater_equal, "le": np.less_equal,
-               "eq": np.equal, "ne": np.not_equal}
-
-
 def _mask_bits(state: VectorState, lanes: int, repeat: int) -> tuple[np.ndarray, np.ndarray]:
     """Return (active lanes, bit index of each active lane): lane p of repeat r is bit r*lanes + p."""
     act = _active(state, lanes, repeat)
     return act, np.flatnonzero(act)
 
 
-def _two_sources(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState):
-    """Return (active mask, active lane numbers, src0 values, src1 values) of a compare/select call, or None."""
+def _sources(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, n: int):
+    """Return (active mask, active lane numbers, the values of the first `n` sources) of a compare/select call, or
+    None when no lane is active."""
     dt = as_dtype(op.dtype)
     act, k = _mask_bits(state, _A.repeat_bytes * 8 // dt.bits, op.repeat)
     if not k.size:
         return None
-    a, b = (ub.read(_addresses(bases[s.buf], s, dt.bits // 8, act.shape)[act], dt) for s in op.srcs[:2])
-    return act, k, a, b
+    return act, k, tuple(ub.read(_addresses(bases[s.buf], s, dt.bits // 8, act.shape)[act], dt) for s in op.srcs[:n])
 
 
 def _compare(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
@@ -126,27 +122,26 @@ def _compare(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorS
     The dst operand's block and repeat strides are not used. Bits of inactive lanes keep their old value
     (inferred, as for masked lanes of other intrinsics).
     """
-    got = _two_sources(ub, bases, op, state)
+    got = _sources(ub, bases, op, state, 2)
     if got is None:
         return
-    _, k, a, b = got
+    _, k, (a, b) = got
     _write_bits(ub, bases, op, k, a, b, kernel)
 
 
 def _compare_scalar(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
     """vcmpvs_<mode>(dst, src, scalar): as vcmpv with the scalar in place of the second source (isa.md §7.1)."""
-    dt = as_dtype(op.dtype)
-    act, k = _mask_bits(state, _A.repeat_bytes * 8 // dt.bits, op.repeat)
-    if not k.size:
+    got = _sources(ub, bases, op, state, 1)
+    if got is None:
         return
-    a = ub.read(_addresses(bases[op.srcs[0].buf], op.srcs[0], dt.bits // 8, act.shape)[act], dt)
-    _write_bits(ub, bases, op, k, a, np.asarray(op.scalar).astype(dt.np), kernel)
+    _, k, (a,) = got
+    _write_bits(ub, bases, op, k, a, np.asarray(op.scalar).astype(as_dtype(op.dtype).np), kernel)
 
 
 def _write_bits(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, k: np.ndarray, a, b, kernel: str) -> None:
     """Write the predicate of each active lane k as bit k of the dst operand (LSB first)."""
     with np.errstate(invalid="ignore"):
-        bits = _PREDICATES[kernel](a, b).astype(np.uint8)
+        bits = PREDICATES[kernel](a, b).astype(np.uint8)
     base = bases[op.dst.buf] + op.dst.offset
     for pos in range(8):
         sel = (k % 8) == pos
@@ -156,10 +151,10 @@ def _write_bits(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, k: np.ndarr
 
 def _select(ub: UnifiedBuffer, bases: dict[str, int], op: VecOp, state: VectorState, kernel: str) -> None:
     """vsel(dst, src0, src1, mask): src0 where the lane's mask bit (same packing as vcmpv) is 1, else src1 (inferred)."""
-    got = _two_sources(ub, bases, op, state)
+    got = _sources(ub, bases, op, state, 2)
     if got is None:
         return
-    act, k, a, b = got
+    act, k, (a, b) = got
     dt = as_dtype(op.dtype)
     m = op.srcs[2]
     bit = (ub.bytes[bases[m.buf] + m.offset + k // 8] >> (k % 8)) & 1

@@ -17,7 +17,7 @@ from .._data import read_rows
 from ..arch import constants
 from ..dtypes import DType, dtype as as_dtype
 from ..golden.convert import convert
-from ..golden.kernels import apply
+from ..golden.kernels import PREDICATES, apply
 from ..isa_a5 import (Addr, Loop, Plds, PLogic, Plt, Pset, PtrAdd, SetPtr, SetScalar, VCmp, VfProgram,
                       Vlds, VOp, VSel, Vsts)
 from ..lower.a5.program import vf_ops
@@ -27,7 +27,6 @@ from .ub import UnifiedBuffer, initial_image, unpack_nibbles
 _C = constants("a5")
 VL = _C.vl_bytes
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
-_CMP = {"eq": np.equal, "ne": np.not_equal, "ge": np.greater_equal, "gt": np.greater, "lt": np.less, "le": np.less_equal}
 _PLOGIC = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 
 
@@ -159,7 +158,7 @@ def _vcmp(st: VfState, ins: VCmp) -> None:
     a = _view(st.vreg(ins.srcs[0]), dt)
     b = np.full(a.shape, st.s[ins.scalar]).astype(dt.np) if ins.scalar else _view(st.vreg(ins.srcs[1]), dt)
     with np.errstate(invalid="ignore"):
-        res = _CMP[kernel](a, b)
+        res = PREDICATES[kernel](a, b)
     if ins.pred:
         res &= lane_flags(st.preg(ins.pred), dt.bits)
     st.p[ins.dst] = np.repeat(res, dt.bits // 8)

@@ -159,6 +159,11 @@ def expdif(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _via_double(np.exp, diff)
 
 
+# the CmpMode predicates (isa.md §3 row 22), IEEE on floats (NaN: only NE holds): the golden compares and both
+# emulators' compare instructions read this one table
+PREDICATES: dict[str, Callable[..., np.ndarray]] = {"eq": np.equal, "ne": np.not_equal, "lt": np.less,
+                                                    "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+
 KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "add": _arith(np.add),
     "sub": _arith(np.subtract),

@@ -21,6 +21,7 @@ import numpy as np
 from ..catalog import COMPARES
 from ..errors import NotModelledError, ParamError
 from . import _blank, _region, register
+from .kernels import PREDICATES
 
 
 def mask_bits(mask: np.ndarray, vr: int, vc: int, layout: str = "row", mask_valid_cols: int | None = None) -> np.ndarray:
@@ -35,8 +36,6 @@ def mask_bits(mask: np.ndarray, vr: int, vc: int, layout: str = "row", mask_vali
     return stream[:vr * vc].reshape(vr, vc).astype(bool)
 
 
-_PREDICATES = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-               "ge": np.greater_equal}
 CPU_EQ_TOLERANCE = 1e-9  # the CPU TCMPS's EQ: |a - b| < 1e-9 in double (isa.md §4)
 
 
@@ -54,19 +53,19 @@ def _compare(inst, operands, valid, out, params):
     src0 = np.asarray(operands[0])
     vr, vc = _region(valid, src0.shape)
     mode = str(params.get("cmp_mode", "eq")).lower()
-    if mode not in _PREDICATES:
-        raise ParamError(f"unknown cmp_mode {mode!r}; accepted: {', '.join(_PREDICATES)}")
+    if mode not in PREDICATES:
+        raise ParamError(f"unknown cmp_mode {mode!r}; accepted: {', '.join(PREDICATES)}")
     a = src0[:vr, :vc]
     with np.errstate(invalid="ignore"):
         if inst.name == "TCMP":
-            bits = _PREDICATES[mode](a, np.asarray(operands[1])[:vr, :vc])
+            bits = PREDICATES[mode](a, np.asarray(operands[1])[:vr, :vc])
         else:
             s = np.asarray(_scalar_of(params)).astype(src0.dtype)  # the scalar is of the tile's type T
             if mode in ("eq", "ne"):
                 eq = np.abs(a.astype(np.float64) - s.astype(np.float64)) < CPU_EQ_TOLERANCE
                 bits = eq if mode == "eq" else ~eq
             else:
-                bits = _PREDICATES[mode](a, s)
+                bits = PREDICATES[mode](a, s)
     shape = np.shape(out) if out is not None else params.get("dst_shape") or (src0.shape[0], math.ceil(src0.shape[1] / 8))
     dst = np.zeros(tuple(shape), dtype=np.uint8)
     packed = np.packbits(bits, axis=1, bitorder="little")[:, :dst.shape[1]]
