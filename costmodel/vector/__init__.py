@@ -300,11 +300,16 @@ def mask_of(req: Request) -> str:
     return "dst" if req.op in COMPARES else "mask"
 
 
+def data_tile(req: Request):
+    """The tile whose shape a sweep row gives: the first operand that is not the mask (dst; a compare's src0)."""
+    return next(t for n, t in req.tiles if n != mask_of(req))
+
+
 def _uniform(req: Request) -> bool:
     """Whether every operand tile but the mask (the one make_request derives from the data, operands.py _mask_tile)
-    has the first data tile's static shape, valid region, layout and static-valid flag."""
+    has the data tile's static shape, valid region, layout and static-valid flag."""
     tiles = [t for n, t in req.tiles if n != mask_of(req)]
-    d = tiles[0]
+    d = data_tile(req)
     return all((t.shape, t.valid, t.layout, t.static_valid) == (d.shape, d.valid, "row_major", d.static_valid)
                for t in tiles)
 

@@ -48,8 +48,10 @@ from . import (
     Block,
     Shapes,
     cdiv,
+    data_tile,
     fdiv,
     fmod,
+    mask_of,
     mask_row_bits,
     nan_unless,
     narrow_all,
@@ -102,16 +104,6 @@ class RowForm:
     legal_eprs: tuple[int, ...] = ()     # the EPRs whose mode rules must all hold (a conversion's steps)
 
 
-def _data_tile(rep: Request):
-    """The tile whose shape the sweep's rows give: dst, or a compare's first source (its dst is the mask)."""
-    return rep.tile(select.REGION[rep.op]) if rep.family == "compare_select" else rep.dst
-
-
-def _mask_name(rep: Request) -> str | None:
-    """The buffer of the packed mask of a compare_select op (TSEL's `mask`, a compare's `dst`), else None."""
-    return select.MASK.get(rep.op) if rep.family == "compare_select" else None
-
-
 def _step_form(rep: Request, step, ratio: Fraction, bufs, blocks) -> StepForm | None:
     """The StepForm of a built vector step; None for a scalar loop, a scalar read from UB, a step on the packed mask
     alone (TCMPS NE's NOT over mask words), or an operand whose rows are not the data's (the mask excepted: its rows
@@ -120,8 +112,8 @@ def _step_form(rep: Request, step, ratio: Fraction, bufs, blocks) -> StepForm | 
         return None
     by_name = {b.name: b for b in bufs}
     cls = cost_class(step.intrinsic)
-    ref, mask = _data_tile(rep), _mask_name(rep)
-    if mask is not None and all(s.buf == mask for s in step.streams):
+    ref, mask = data_tile(rep), mask_of(rep)
+    if select.on_mask_alone(step, mask):
         return None
     row_bits, row_const = [], []
     for s in step.streams:
@@ -183,7 +175,7 @@ def _form(rep: Request, rule: str, epr: int, built, bufs, blocks, table, *, ctrl
             return None
         steps.append(st)
     buffers, names = [], []
-    ref, mask = _data_tile(rep), _mask_name(rep)
+    ref, mask = data_tile(rep), mask_of(rep)
     for b in placed(bufs):  # in place: src shares dst's buffer
         names.append(b.name)
         if b.name in blocks:

@@ -88,11 +88,14 @@ def steps(req: Request):
     return build(steps_for(req.op, path), streams, req.param("scalar")), buffers
 
 
+def on_mask_alone(step, mask: str) -> bool:
+    """Whether a step reads and writes the packed mask alone (TCMPS NE's NOT): it walks mask words, not elements."""
+    return all(s.buf == mask for s in step.streams)
+
+
 def _cols(step, mask: str, vc: int) -> int:
     """Columns a step walks per row: vc elements, or the mask words holding vc bits for a step on the mask alone."""
-    if all(s.buf == mask for s in step.streams):
-        return math.ceil(vc / step.dtype.bits)
-    return vc
+    return math.ceil(vc / step.dtype.bits) if on_mask_alone(step, mask) else vc
 
 
 def lower(req: Request, strategy: str) -> Plan:
