@@ -10,7 +10,7 @@ import pandas as pd
 from costmodel.errors import TraceError
 
 from .traces import (LINE, ROW_UNIT, Problem, check_trace, conflicting_duplicates, cv_groups, lacks_measured,
-                     measured_keys, read_trace)
+                     average_repeats, read_trace)
 
 
 @dataclass
@@ -86,13 +86,9 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
             problems += [replace(p, message=message) for p in spots]
             trace = trace.drop(index=idx)
         trace = trace.reset_index(drop=True)
-    repeats = 0
-    if len(trace) > 1:  # repeated runs of a case (within the noise) are one observation, at their mean
-        keys = measured_keys(trace)
-        repeats = int(keys.duplicated().sum())
-        if repeats:
-            mean = trace.groupby(keys)["measured_cycles"].transform("mean")
-            trace = trace.assign(measured_cycles=mean)[~keys.duplicated()].reset_index(drop=True)
+    # repeated runs of a case (within the noise) are one observation, at their mean
+    trace, repeats = average_repeats(trace)
+    trace = trace.reset_index(drop=True)
     if trace.empty:
         raise TraceError("no usable trace rows: " + ("; ".join(str(p) for p in problems[:3]) if problems else
                                                      "the traces hold a header and no data rows"))

@@ -333,6 +333,19 @@ def conflicting_duplicates(df: pd.DataFrame) -> list[pd.Index]:
     return out
 
 
+def average_repeats(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Return (`df` with repeated runs of a case — rows of one `measured_keys` label — folded into its first row at
+    their mean measured_cycles, how many rows were folded). Conflicting runs are refused before (check_trace)."""
+    if len(df) < 2:
+        return df, 0
+    keys = measured_keys(df)
+    repeated = keys.duplicated()
+    if not repeated.any():
+        return df, 0
+    mean = df.groupby(keys)["measured_cycles"].transform("mean")
+    return df.assign(measured_cycles=mean)[~repeated.to_numpy()], int(repeated.sum())
+
+
 def measured_keys(df: pd.DataFrame) -> pd.Series:
     """Return a label per row that two rows share when they measure the same thing: the request each builds (so
     `ON` and `on`, `fp32` and `float32`, `CAST_RINT` and `rint` agree), or, for a row no request can be built from,

@@ -9,7 +9,7 @@ from costmodel.errors import TraceError
 
 from . import metrics
 from .predict import predict_frame
-from .traces import LINE, measured_keys
+from .traces import LINE, average_repeats
 
 
 # a group of validate's per-group table: one instruction variant on one strategy (TCVT per target type, TRECIP per
@@ -63,14 +63,7 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -
     scored = pred[ok]
     # repeated runs of a case (within the profiler's noise; conflicting ones were refused above) are one scored case
     # at their mean, as `fit` counts them
-    repeats = 0
-    if len(scored) > 1:
-        keys = measured_keys(scored)
-        repeated = keys.duplicated()
-        repeats = int(repeated.sum())
-        if repeats:
-            mean = scored.groupby(keys)["measured_cycles"].transform("mean")
-            scored = scored.assign(measured_cycles=mean)[~repeated.to_numpy()]
+    scored, repeats = average_repeats(scored)
     scored = scored.assign(op=scored["op"].str.upper(), arch=scored["arch"].str.lower())  # tmins is TMINS
     overall = metrics.summary(scored["predicted_cycles"], scored["measured_cycles"])
     overall["rows"] = int(len(pred))
