@@ -906,17 +906,16 @@ def sweep_cmd(
     else:
         with render.progress("sweeping on dask", len(grid)) as tick:
             df = sweep_dask(grid, model=model, scheduler=scheduler, workers=workers, progress=tick)
-    if len(df) and df["cycles"].isna().all():
-        if json_out:  # a script reading stdout still gets its document; the error goes to stderr as ever
-            render.emit_json({"output": None, "points": len(grid), "rows": len(df), "not_modelled": len(df),
-                              "commonest_reason": _main_reason(df), "verify_sample": None})
-        raise PtoCostError(f"no point of the grid could be modelled ({output} not written): {_main_reason(df)}")
-    with render.status(f"writing {len(df):,} rows to {output}"):
-        write_frame(df, output)
     n_bad = int(df["cycles"].isna().sum())
-    con.print(render.plain(f"wrote {output}: {render.counted(len(df), 'row')}" + (f", {n_bad} not modelled (see `note`)" if n_bad else "")))
     doc = {"output": output, "points": len(grid), "rows": len(df), "not_modelled": n_bad,
            "commonest_reason": _main_reason(df[df["cycles"].isna()]) if n_bad else None, "verify_sample": None}
+    if len(df) and n_bad == len(df):
+        if json_out:  # a script reading stdout still gets its document; the error goes to stderr as ever
+            render.emit_json({**doc, "output": None})
+        raise PtoCostError(f"no point of the grid could be modelled ({output} not written): {doc['commonest_reason']}")
+    with render.status(f"writing {len(df):,} rows to {output}"):
+        write_frame(df, output)
+    con.print(render.plain(f"wrote {output}: {render.counted(len(df), 'row')}" + (f", {n_bad} not modelled (see `note`)" if n_bad else "")))
     if verify_sample:
         bad, tried, unchecked = run_verify_sample(df, verify_sample, seed=seed)
         doc["verify_sample"] = {"tried": tried, "not_verified": bad, "unchecked": unchecked}
