@@ -349,17 +349,21 @@ def _a5_priced_by(ins) -> str:
     f32 to another type; else its first dtype): `formula` (its own measured parameters), `family` (the formula of
     another dtype of it), `body` (the formula of the measured ops whose chunks do the same work),
     `anchored` (the pipeline corrected by the measured ops on the same tiles) or `pipeline`."""
-    import costmodel
+    from costmodel.api import plan
     from costmodel.errors import PtoCostError
+    from costmodel.models.auto import cycles_of
+    from costmodel.models.registry import model_for
 
     toks = ins.dtypes_on("a5")
     tok = next((t for t in toks if t.split(">")[0] == "f32" and t != "f32>f32"), toks[0])
     src, _, dst = tok.partition(">")
-    try:
-        e = costmodel.estimate(ins.name, "8x256", src, arch="a5", verify=False, **({"dst_dtype": dst} if dst else {}))
+    m = model_for("a5")
+    try:  # the cycles alone: no breakdown or bounds to simulate
+        cycles_of(m, plan(ins.name, "8x256", src, arch="a5", **({"dst_dtype": dst} if dst else {})))
     except PtoCostError:
         return "-"
-    return e.params_from if e.params_from in ("family", "body") else e.model
+    source = getattr(m, "source", "")
+    return source if source in ("family", "body") else m.name
 
 
 @app.command(cls=_Command)

@@ -257,11 +257,11 @@ def test_warm_batches_the_simulations_and_cycles_equal_cost(op, cols, kw, monkey
     runs = []
     real = mod.simulate
     monkeypatch.setattr(mod, "simulate", lambda *a, **k: runs.append(1) or real(*a, **k))
-    unwarmed = PipelineModel()
+    unwarmed = PipelineModel(shipped())  # parameters given: a cache of its own, not the process's shared one
     for p in plans:
         unwarmed.cycles(p)
     one_by_one, runs[:] = len(runs), []
-    m = PipelineModel()
+    m = PipelineModel(shipped())
     m.warm([p.body[0] for p in plans])
     assert 0 < len(runs) < one_by_one
     runs.clear()
@@ -270,6 +270,23 @@ def test_warm_batches_the_simulations_and_cycles_equal_cost(op, cols, kw, monkey
     monkeypatch.setattr(mod, "simulate", real)
     ref = PipelineModel()
     assert got == [ref.cost(p)[0] for p in plans]
+
+
+def test_models_of_the_parameters_in_use_share_their_simulations(monkeypatch):
+    # an estimate's strategies and anchors each build a model: the second one of the shipped parameters simulates
+    # nothing the first did (a 1D TADD of 200 chunks runs the clip search, which once took most of an estimate)
+    import costmodel.models.a5_pipeline as mod
+
+    p = api.plan("TADD", (1, 64 * 200), "f32", "a5")
+    monkeypatch.setattr(mod, "_SHARED", {})  # as a fresh process: what earlier tests simulated is gone
+    runs = []
+    real = mod.simulate
+    monkeypatch.setattr(mod, "simulate", lambda *a, **k: runs.append(1) or real(*a, **k))
+    first = PipelineModel().cycles(p)
+    assert runs
+    runs.clear()
+    assert PipelineModel().cycles(p) == first and not runs
+    assert PipelineModel(shipped()).cycles(p) == first and runs  # parameters given: its own cache
 
 
 def test_bottleneck_names_the_binding_resource():

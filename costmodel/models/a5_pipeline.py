@@ -6,8 +6,10 @@ iteration. Each *shape* loop (role rows / chunks / elements) whose trip n exceed
 C - s and C and extrapolated from the clipped point B congruent to n modulo s (B in (C - s, C]):
 f(n) = f(B) + (n - B) (f(B) - f(B - s)) / s, multilinearly over the loops; exact once the schedule's period
 divides s.
-Simulations are cached per (program signature, clipped trips), so a sweep of many shapes of one (op, dtype,
-strategy) costs a few dozen small simulations, and `cycles_for` evaluates whole arrays of trip counts at once.
+Simulations are cached per (program signature, clipped trips), in one cache per process for the parameters in use,
+so a sweep of many shapes of one (op, dtype, strategy) costs a few dozen small simulations, and `cycles_for`
+evaluates whole arrays of trip counts at once. A program whose shape loops all stay within their first clip is
+simulated as is, without the clip search.
 
 Results: cycles; a breakdown along the critical path (startup, frontend, loop_overhead, window, latency, ports,
 agu, pack_store, drain) whose terms sum to the cycles; named analytical bounds; the bottleneck (bounds >= 98 %
@@ -91,6 +93,11 @@ def _has_nested_shape(tpl: Template, lid: int) -> bool:
     return find(tpl.body, False)
 
 
+def _first_clip(tpl: Template, lid: int) -> tuple[int, int]:
+    """The (clip, span) a shape loop's clip search starts from; the clip only grows from there."""
+    return (OUTER_CLIP, OUTER_SPAN) if _has_nested_shape(tpl, lid) else (INNER_CLIP, INNER_SPAN)
+
+
 def _base(n, clip: int, span: int):
     """The clipped point congruent to n modulo span (so schedules whose period divides span extrapolate exactly)."""
     return clip - ((clip - n) % span)
@@ -105,6 +112,21 @@ def _points(n: int, clip: int, span: int) -> list[tuple[int, float]]:
     return [(c - span, -a), (c, 1.0 + a)]
 
 
+_SHARED: dict[int, tuple[A5Uarch, dict, dict]] = {}
+SHARED_LIMIT = 100_000  # simulations kept per process before the shared cache starts afresh
+
+
+def _shared_caches(ua: A5Uarch) -> tuple[dict, dict]:
+    """Return (simulated cycles, clips) of the parameters in use, one pair per process shared by every model that
+    reads them, so an estimate's strategies, their anchors and a sweep's per-request path pay each clip search once
+    (a model given parameters in memory keeps its own). New parameters (the file changed) start afresh."""
+    hit = _SHARED.get(id(ua))
+    if hit is None or hit[0] is not ua or len(hit[1]) > SHARED_LIMIT:
+        _SHARED.clear()
+        hit = _SHARED[id(ua)] = (ua, {}, {})
+    return hit[1], hit[2]
+
+
 class PipelineModel:
     """Prices A5 plans by simulating their VF programs (parameters: the shipped fit unless given)."""
 
@@ -112,9 +134,18 @@ class PipelineModel:
 
     def __init__(self, uarch: A5Uarch | None = None):
         self.uarch = uarch
-        self._cache: dict = {}
+        self._own = None if uarch is None else ({}, {})
         self._tpl_cache: dict = {}
-        self._clips: dict = {}
+
+    @property
+    def _cache(self) -> dict:
+        """Simulated cycles by (signature, trips, mode): see `_caches`."""
+        return (self._own or _shared_caches(shipped()))[0]
+
+    @property
+    def _clips(self) -> dict:
+        """Clips by signature: see `_caches`."""
+        return (self._own or _shared_caches(shipped()))[1]
 
     # ----------------------------------------------------------------------------------------------------
     @property
@@ -152,7 +183,7 @@ class PipelineModel:
             shape = _shape_loops(tpl)
             out = {}
             for lid in shape:
-                clip, span = (OUTER_CLIP, OUTER_SPAN) if _has_nested_shape(tpl, lid) else (INNER_CLIP, INNER_SPAN)
+                clip, span = _first_clip(tpl, lid)
                 for k in (1, 2, 3):  # the other shape loops at 1 (flattened), 2 and 3 trips
                     probe = list(tpl.trips)
                     for other in shape:
@@ -192,6 +223,8 @@ class PipelineModel:
 
     def combination(self, tpl: Template, trips: tuple[int, ...]) -> list[tuple[tuple[int, ...], float]]:
         """The clipped trip vectors and weights whose weighted sum of cycles extrapolates `trips`."""
+        if all(trips[lid] <= _first_clip(tpl, lid)[0] for lid in _shape_loops(tpl)):
+            return [(tuple(trips), 1.0)]  # within every clip the search could settle on: simulated exactly
         clips = self.clips(tpl)
         axes = []
         for lid, n in enumerate(trips):
@@ -229,7 +262,7 @@ class PipelineModel:
         extrapolated = len(combo) > 1 or combo[0][0] != trips
         tr = None
         if trace:
-            small = tuple(min(n, TIMELINE_TRIPS) if lid in self.clips(tpl) else n for lid, n in enumerate(trips))
+            small = tuple(min(n, TIMELINE_TRIPS) if lid in _shape_loops(tpl) else n for lid, n in enumerate(trips))
             tr = self._sim(tpl, small, "record")[2]
         bounds = self.bounds(tpl, trips)
         neck = tuple(name for name, v in bounds if cycles > 0 and v >= BOTTLENECK_SHARE * cycles)
@@ -392,7 +425,9 @@ class PipelineModel:
         arrays = {k: np.broadcast_to(v, n) for k, v in arrays.items()}
         if any((v < 1).any() for v in arrays.values()):
             raise ValueError("trip counts must be >= 1")
-        clips = self.clips(tpl)
+        first = {lid: _first_clip(tpl, lid) for lid in arrays}
+        small = all((v <= first[lid][0]).all() for lid, v in arrays.items())
+        clips = first if small else self.clips(tpl)  # as `combination`: no search where every trip is exact
         base = list(tpl.trips)
         lids = sorted(arrays)
         # per loop: (low point, high point, weight of high point); exact trips have low == high
