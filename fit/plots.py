@@ -391,9 +391,10 @@ def _first_reason(sub: pd.DataFrame, grid: pd.DataFrame, most: int = 110) -> str
 
 def commonest_notes(notes: pd.Series) -> list[tuple[str, int]]:
     """Return [(a note, how many share its kind)], most shared first, over the non-empty notes: notes that differ only
-    in their numbers are one kind, shown by its first note."""
+    in their numbers are one kind, shown by its first note (the digits of a type name, i8 or e4m3, are no number:
+    i8 and i64 are two kinds)."""
     notes = notes.astype(str)
     notes = notes[notes != ""]
-    kinds = notes.str.replace(r"\d+", "N", regex=True)
+    kinds = notes.str.replace(r"(?<![A-Za-z_])\d+(?:\.\d+)?", "N", regex=True)
     counts = kinds.value_counts()
     return [(notes[kinds == k].iloc[0], int(n)) for k, n in counts.items()]

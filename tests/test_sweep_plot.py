@@ -209,6 +209,17 @@ def test_sweep_json_summary_counts_the_file_and_names_the_commonest_refusal(tmp_
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
+def test_commonest_notes_merge_notes_differing_in_numbers_but_not_in_type_names():
+    from fit.plots import commonest_notes
+
+    notes = pd.Series(["TSELS does not support i8 on a2a3"] * 3 + ["TSELS does not support i64 on a2a3"] * 2
+                      + ["valid rows 17 exceed the tile's 16", "valid rows 40 exceed the tile's 32", "", "e4m3 0.5",
+                         "e5m2 0.5", "e4m3 2.25"])
+    assert commonest_notes(notes) == [("TSELS does not support i8 on a2a3", 3),
+                                      ("TSELS does not support i64 on a2a3", 2),
+                                      ("valid rows 17 exceed the tile's 16", 2), ("e4m3 0.5", 2), ("e5m2 0.5", 1)]
+
+
 def test_sweep_passes_the_reduce_convert_move_parameters():
     # `params` of a spec reach the request: TCOLSUM's isBinary flag picks the tree, TMOV's dst layout the moves
     linear, tree = (sweep(expand({"ops": ["TCOLSUM"], "dtypes": "f32", "rows": "16", "cols": "64",
