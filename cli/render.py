@@ -247,10 +247,14 @@ def _metrics_table(title: str, df, keys: list[str]):
     for col in ("n", "MAPE %", "median %", "worst %", "within 5 %", "tau"):
         t.add_column(col, justify="right")
     for r in df.to_dict("records"):
-        tau = r.get("kendall_tau")
         t.add_row(*(plain(r[k]) for k in keys), str(r["n"]), f"{r['mape']:.2f}", f"{r['median_ape']:.2f}",
-                  f"{r['worst_ape']:.2f}", f"{r['within_5']:.0f}", "-" if tau != tau else f"{tau:.3f}")
+                  f"{r['worst_ape']:.2f}", f"{r['within_5']:.0f}", _tau(r.get("kendall_tau")))
     return t
+
+
+def _tau(tau) -> str:
+    """A Kendall tau to three decimals, or - where it is undefined (fewer than two distinct values: NaN)."""
+    return "-" if tau is None or tau != tau else f"{tau:.3f}"
 
 
 def validation_text(rep, name: str) -> None:
@@ -264,15 +268,14 @@ def validation_text(rep, name: str) -> None:
                  else ""))
     if o["n"]:
         con.print(f"overall: MAPE {o['mape']:.2f} %, median {o['median_ape']:.2f} %, worst {o['worst_ape']:.2f} %, "
-                  f"within 5 % {o['within_5']:.1f} %, Kendall tau "
-                  + ("-" if o['kendall_tau'] != o['kendall_tau'] else f"{o['kendall_tau']:.3f}"))
+                  f"within 5 % {o['within_5']:.1f} %, Kendall tau {_tau(o['kendall_tau'])}")
         used = o.get("models_used") or {}
         if used:
             con.print("priced by: " + ", ".join(f"{m} {n}" for m, n in used.items()))
         c = o.get("strategies") or {}
         if c.get("requests"):
             con.print(f"strategies measured on one request ({counted(c['requests'], 'request')}, "
-                      f"{counted(c['pairs'], 'pair')}): order tau {c['order_tau']:.3f}; the predicted fastest is a "
+                      f"{counted(c['pairs'], 'pair')}): order tau {_tau(c['order_tau'])}; the predicted fastest is a "
                       f"measured fastest in {c['picked_fastest']:.0f} % "
                       f"of them, and costs {c['regret_mean']:.2f} % more than the measured fastest on average "
                       f"(p95 {c['regret_p95']:.2f} %, worst {c['regret_max']:.2f} %)")

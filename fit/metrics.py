@@ -63,13 +63,15 @@ REQUEST_KEY = ("arch", "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows",
                "round_mode", "saturation_mode", "extra")
 
 
-def strategy_choice(df: pd.DataFrame, pred: str = "predicted_cycles", meas: str = "measured_cycles") -> dict:
-    """How well the predictions choose among strategies measured on the same request (rows equal on REQUEST_KEY):
-    `requests` with two or more measured strategies, `pairs` of them ordered, `order_tau` (Kendall tau over the
-    pooled pairs), `picked_fastest` (% of requests whose predicted fastest is a measured fastest) and the regret of
-    taking the predicted fastest — its measured cycles over the measured fastest's, minus 1, in % — as
-    `regret_mean`, `regret_p95` and `regret_max` (NaN where no request has two strategies)."""
-    key = [c for c in REQUEST_KEY if c in df]
+def strategy_choice(df: pd.DataFrame, pred: str = "predicted_cycles", meas: str = "measured_cycles",
+                    by: list[str] | None = None) -> dict:
+    """How well the predictions choose among strategies measured on the same request (rows equal on `by`, else on
+    REQUEST_KEY): `requests` with two or more measured strategies, `pairs` of them ordered, `order_tau` (Kendall tau
+    over the pooled pairs), `picked_fastest` (% of requests whose predicted fastest is a measured fastest) and the
+    regret of taking the predicted fastest — its measured cycles over the measured fastest's, minus 1, in % — as
+    `regret_mean`, `regret_p95` and `regret_max` (NaN where no request has two strategies). Strategies tied at the
+    predicted minimum are each taken in turn: a request's pick and regret are their means over the tie."""
+    key = list(by) if by else [c for c in REQUEST_KEY if c in df]
     ok = df[pred].notna() & df[meas].notna()
     regrets, picked, pairs = [], [], 0
     multi = []
@@ -81,9 +83,9 @@ def strategy_choice(df: pd.DataFrame, pred: str = "predicted_cycles", meas: str 
             continue
         multi.append(g)
         p, m = g[pred].to_numpy(float), g[meas].to_numpy(float)
-        chosen = m[np.argmin(p)]
-        regrets.append((chosen / m.min() - 1) * 100)
-        picked.append(chosen == m.min())
+        chosen = m[p == p.min()]
+        regrets.append(float(np.mean(chosen / m.min() - 1)) * 100)
+        picked.append(float(np.mean(chosen == m.min())))
         pairs += len(g) * (len(g) - 1) // 2
     if not multi:
         nan = float("nan")

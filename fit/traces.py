@@ -365,6 +365,13 @@ def measured_keys(df: pd.DataFrame) -> pd.Series:
     return cells.map(lambda t: ids[label[t]])
 
 
+def request_keys(df: pd.DataFrame) -> pd.Series:
+    """Return a label per row that two rows share when they measure one request, whatever strategy each ran
+    (`measured_keys` without the strategy and vf_impl_kind columns): rows that differ in an op parameter (a compare
+    mode, a scalar) are different requests."""
+    return measured_keys(df.assign(**{c: "" for c in ("strategy", "vf_impl_kind") if c in df.columns}))
+
+
 CV_GROUPINGS = ("shape", "measurement")
 
 
@@ -511,10 +518,12 @@ def trace_request(row: Any, kw: dict[str, Any] | None = None) -> tuple[Any, str]
 
 def request_kwargs(row: Any) -> dict[str, Any]:
     """Map one trace row to `costmodel.operands.make_request` keyword arguments (op, shape, dtype, arch, ...)."""
-    kw: dict[str, Any] = {
-        "op": row["op"], "shape": (int(row["rows"]), int(row["cols"])), "dtype": row["dtype"],
-        "arch": str(row["arch"]).lower(), "valid": (int(row["valid_rows"]), int(row["valid_cols"])),
-    }
+    shape = (int(row["rows"]), int(row["cols"]))
+    # a blank valid count is the whole tile, as check_trace fills it (predict's output keeps the blank)
+    valid = tuple(n if cell_text(row.get(col, "")) == "" else int(row[col])
+                  for n, col in zip(shape, ("valid_rows", "valid_cols")))
+    kw: dict[str, Any] = {"op": row["op"], "shape": shape, "dtype": row["dtype"], "arch": str(row["arch"]).lower(),
+                          "valid": valid}
     if row.get("dst_dtype") and (row["dst_dtype"] != row["dtype"] or _converts(row["op"])):
         kw["dst_dtype"] = row["dst_dtype"]  # a conversion to its own type (f32 -> f32) rounds to integral values
     if row.get("strategy"):
@@ -538,7 +547,7 @@ def request_kwargs(row: Any) -> dict[str, Any]:
         raise TraceError(f"extra isInPlace={extra['isInPlace']}: {str(row['op']).upper()} reads and overwrites dst, "
                          "so it always runs in place")
     if row["op"].upper() in ("TLOAD", "TSTORE"):
-        kw.update(_transfer_kwargs(extra, int(row["valid_rows"])))
+        kw.update(_transfer_kwargs(extra, valid[0]))
     if row["op"].upper() == "TMOV":
         kw.update(_tmov_kwargs(extra))
     kw.update(_param_columns(row, kw))

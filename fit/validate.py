@@ -9,7 +9,7 @@ from costmodel.errors import TraceError
 
 from . import metrics
 from .predict import predict_frame
-from .traces import LINE, average_repeats
+from .traces import LINE, average_repeats, request_keys
 
 
 # a group of validate's per-group table: one instruction variant on one strategy (TCVT per target type, TRECIP per
@@ -70,7 +70,8 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -
     overall["repeats"] = repeats
     overall["not_scored"] = int(len(pred) - len(scored) - repeats)
     overall["unmodelled"] = int(pred["predicted_cycles"].isna().sum())
-    overall["strategies"] = metrics.strategy_choice(scored)
+    overall["strategies"] = metrics.strategy_choice(scored.assign(request=request_keys(scored).to_numpy()),
+                                                    by=["request"])
     overall["models_used"] = {str(k): int(v) for k, v in scored["model"].value_counts().items()}
     per_op = metrics.grouped(scored, ["arch", "op"]) if len(scored) else pd.DataFrame()
     per_group = metrics.grouped(scored, list(GROUP_KEYS)) if len(scored) else pd.DataFrame()

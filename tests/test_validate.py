@@ -122,6 +122,32 @@ def test_repeated_runs_are_one_scored_case_and_a_bad_measurement_says_only_that(
     assert "is not a cycle count" in note and "typical error" not in note
 
 
+def test_repeats_are_found_whatever_the_spelling_and_without_valid_columns():
+    # no valid_rows/valid_cols columns (they default to the tile) and the dtype or mode spelt two ways: one case each
+    trace = pd.DataFrame({"arch": "a2a3", "op": ["TADD", "TADD", "TCMP", "TCMP", "TCMP"],
+                          "dtype": ["f32", "fp32", "f16", "f16", "f16"], "rows": [64, 64, 16, 16, 16], "cols": 64,
+                          "cmp_mode": ["", "", "ne", "NE", "eq"], "measured_cycles": [160.0, 162.0, 50.0, 52.0, 40.0]})
+    rep = validate_frame(trace)
+    assert rep.overall["repeats"] == 2 and rep.overall["n"] == 3
+
+
+def test_strategies_are_paired_only_on_one_request_and_a_predicted_tie_is_each_pick_in_turn():
+    # EQ and NE compares are two requests, whatever strategies they ran: no pair between them
+    base = {"arch": "a2a3", "dtype": "f16", "rows": 16, "cols": 256}
+    cmp = pd.DataFrame([{**base, "op": "TCMP", "strategy": "1LCount", "cmp_mode": "eq", "measured_cycles": 120.0},
+                        {**base, "op": "TCMP", "strategy": "2LCount", "cmp_mode": "ne", "measured_cycles": 60.0}])
+    assert validate_frame(cmp).overall["strategies"]["requests"] == 0
+    from fit.metrics import strategy_choice
+
+    # three strategies, two tied at the predicted minimum: one of them is the measured fastest (regret 0), the other
+    # costs 50 % more; the pick is half right and its regret the mean over the tie
+    tie = pd.DataFrame({"op": "TADD", "strategy": ["A", "B", "C"], "predicted_cycles": [10.0, 10.0, 12.0],
+                        "measured_cycles": [100.0, 150.0, 200.0]})
+    c = strategy_choice(tie, by=["op"])
+    assert c["picked_fastest"] == 50.0 and c["regret_mean"] == pytest.approx(25.0) and c["pairs"] == 3
+    assert c["order_tau"] == pytest.approx(2 / 2)  # the tied pair counts neither way; the two others concord
+
+
 def test_a_header_only_trace_says_so():
     with pytest.raises(TraceError, match="a header and no rows"):
         validate_frame(CASES.iloc[:0].assign(measured_cycles=[]))
