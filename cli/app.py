@@ -416,7 +416,8 @@ def validate(
     models_used, strategies (order and regret where one request's strategies
     were measured);
     per_op: arch, op and the metrics;
-    per_group: arch, op, dtype, dst_dtype, op_params, strategy and the metrics;
+    per_group: arch, op, dtype, dst_dtype, op_params, strategy, the op parameter
+    columns the trace fills (cmp_mode, scalar, ...) and the metrics;
     not_scored: line, arch, op, dtype, predicted_cycles (null: not priced), note.
     """
     from costmodel.errors import PtoCostError

@@ -1,4 +1,5 @@
-"""Score a model against measurements: metrics overall, per op and per (op, dtype, dst dtype, op_params, strategy)."""
+"""Score a model against measurements: metrics overall, per op and per (op, dtype, dst dtype, op_params, strategy and
+the op parameter columns the trace has)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +10,7 @@ from costmodel.errors import TraceError
 
 from . import metrics
 from .predict import predict_frame
-from .traces import LINE, average_repeats, request_keys
+from .traces import LINE, average_repeats, cell_text, param_columns, request_keys
 
 
 # a group of validate's per-group table: one instruction variant on one strategy (TCVT per target type, TRECIP per
@@ -74,6 +75,9 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -
                                                     by=["request"])
     overall["models_used"] = {str(k): int(v) for k, v in scored["model"].value_counts().items()}
     per_op = metrics.grouped(scored, ["arch", "op"]) if len(scored) else pd.DataFrame()
-    per_group = metrics.grouped(scored, list(GROUP_KEYS)) if len(scored) else pd.DataFrame()
+    # op parameters named in columns of their own (a compare mode, a scalar) split groups too, where the trace has them
+    params = [c for c in param_columns() if c in scored and (scored[c].map(cell_text) != "").any()]
+    grouped = scored.assign(**{c: scored[c].map(cell_text).str.lower() for c in params})
+    per_group = metrics.grouped(grouped, [*GROUP_KEYS, *params]) if len(scored) else pd.DataFrame()
     skipped = pred[~ok][[LINE, "arch", "op", "dtype", "predicted_cycles", "note"]].rename(columns={LINE: "line"})
     return ValidationReport(pred, overall, per_op, per_group, skipped, trace.attrs.get("line_unit", "line"))

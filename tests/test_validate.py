@@ -136,7 +136,9 @@ def test_strategies_are_paired_only_on_one_request_and_a_predicted_tie_is_each_p
     base = {"arch": "a2a3", "dtype": "f16", "rows": 16, "cols": 256}
     cmp = pd.DataFrame([{**base, "op": "TCMP", "strategy": "1LCount", "cmp_mode": "eq", "measured_cycles": 120.0},
                         {**base, "op": "TCMP", "strategy": "2LCount", "cmp_mode": "ne", "measured_cycles": 60.0}])
-    assert validate_frame(cmp).overall["strategies"]["requests"] == 0
+    rep = validate_frame(cmp)
+    assert rep.overall["strategies"]["requests"] == 0
+    assert sorted(rep.per_group["cmp_mode"]) == ["eq", "ne"]  # and a group each
     from fit.metrics import strategy_choice
 
     # three strategies, two tied at the predicted minimum: one of them is the measured fastest (regret 0), the other
