@@ -783,6 +783,7 @@ def fit_cmd(
                           "rows_removed_note": written.dropped_note() if written else "",
                           "pipeline_output": None if run.pipeline is None else pipeline_output,
                           "bad_rows": [p.to_dict() for p in run.problems],
+                          "repeats": run.repeats,  # rows that repeated a case, averaged into it
                           "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in sec.items()}
                                    for sec in run.sections]})
     else:

@@ -884,6 +884,9 @@ def test_a_refitted_class_replaces_its_per_dtype_rows_and_repeats_are_one_observ
     twice.write_text("\n".join(lines + lines[1:]) + "\n")
     once, again = fit_traces([str(trace)]), fit_traces([str(twice)])
     assert again.repeats == len(lines) - 1 and once.repeats == 0
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(twice), "-o", str(tmp_path / "p.csv"), "--dry-run",
+                        "--json"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and json.loads(r.stdout)["repeats"] == len(lines) - 1
     assert [(r.name, r.term, r.value, r.n_obs) for r in again.rows] == [(r.name, r.term, r.value, r.n_obs) for r in once.rows]
 
 
