@@ -215,6 +215,8 @@ def _default_strip(ax, defaults: pd.DataFrame, x: str, xs: np.ndarray, colours: 
     step = np.diff(xs).min() if len(xs) > 1 else max(1.0, 0.1 * abs(xs[0]))
     span = (xs.max() - xs.min() + step) if len(xs) else 1
     dtypes = list(dict.fromkeys(defaults["dtype"]))
+    # nothing precedes the first sample: its bar reaches back half a step, not below the half row or column
+    first = max(xs[0] - step / 2, 0.5 if xs[0] >= 1 else -np.inf) if len(xs) > 1 else -np.inf
     for k, dt in enumerate(dtypes):
         row = len(dtypes) - 1 - k  # the first dtype on top
         g = defaults[defaults["dtype"] == dt]
@@ -223,7 +225,7 @@ def _default_strip(ax, defaults: pd.DataFrame, x: str, xs: np.ndarray, colours: 
         run = (g["strategy"].ne(g["strategy"].shift()) | pos.diff().ne(1)).cumsum()
         for _, seg in g.groupby(run, sort=False):
             name = seg["strategy"].iloc[0]
-            lo, hi = seg[x].min() - step, seg[x].max()  # a step line holds each sample's cost from the previous one
+            lo, hi = max(seg[x].min() - step, first), seg[x].max()  # a step holds a sample's cost from the one before
             hi += step if len(xs) == 1 else 0  # one sample: centred, like its point
             ax.broken_barh([(lo, hi - lo)], (row + 0.1, 0.8), color=colours.get(name, "lightgrey"), alpha=0.75)
             if hi - lo >= 0.07 * span:

@@ -469,8 +469,13 @@ def test_curves_show_the_default_strategy_in_a_strip_and_ties_stay_visible():
 
     assert [mcolors.to_hex(b.get_facecolor()[0][:3]) for b in bars] == [mcolors.to_hex(colour[n]) for n in "ab"]
     spans = [b.get_paths()[0].get_extents() for b in bars]
-    assert spans[0].x0 == 0 and spans[0].x1 == 32 and spans[1].x0 == 32 and spans[1].x1 == 64
+    # a bar holds each sample's cost from the sample before; nothing precedes the first: half a step back
+    assert spans[0].x0 == 8 and spans[0].x1 == 32 and spans[1].x0 == 32 and spans[1].x1 == 64
     assert [t.get_text() for t in strip.get_yticklabels()] == ["default (f16)"]
+    # ... and never below the half row: a sweep from row 1 in steps of 8 starts its strip at 0.5, not at -7
+    from_one = pd.DataFrame([{**r, "cols": r["cols"] // 16 * 8 - 7} for r in rows])
+    first = curves_figure(from_one, "cols", ["strategy"]).axes[1].collections[0].get_paths()[0].get_extents()
+    assert first.x0 == 0.5 and first.x1 == 9
 
 
 def test_validation_figure_names_the_worst_rows_and_never_repeats_a_style():
