@@ -19,7 +19,7 @@ REQUEST_OPTIONS: dict[str, tuple[Any, Any]] = {
     "arch": (Annotated[Optional[str], typer.Option("--arch", "-a", help="Target: a2a3 or a5 (default: $PTO_COST_ARCH, else a2a3).", rich_help_panel=REQ)], None),
     "static_valid": (Annotated[bool, typer.Option("--static-valid", metavar="", help="Tiles declare a compile-time valid shape (default: dynamic, as the measured tests do).", rich_help_panel=REQ)], False),
     "dst_dtype": (Annotated[Optional[str], typer.Option("--dst-dtype", help="Destination element type (conversions).", rich_help_panel=REQ)], None),
-    "scalar": (Annotated[Optional[str], typer.Option("--scalar", help="Scalar operand of tile-scalar ops (default: a small value in the op's domain).", rich_help_panel=OPS)], None),
+    "scalar": (Annotated[Optional[str], typer.Option("--scalar", help="Scalar operand of tile-scalar ops, held in the tile's type as the instruction takes it (1.0001 is 1 in f16; default: a small value in the op's domain).", rich_help_panel=OPS)], None),
     "order": (Annotated[Optional[str], typer.Option("--order", help="TDIVS operand order: tile_scalar (src/s, default) or scalar_tile (s/src).", rich_help_panel=OPS)], None),
     "cmp_mode": (Annotated[Optional[str], typer.Option("--cmp-mode", help="TCMP/TCMPS compare mode: eq (default) ne lt le gt ge (A2/A3 i32: eq only).", rich_help_panel=OPS)], None),
     "src0_valid": (Annotated[Optional[str], typer.Option("--src0-valid", help="TPART*: valid region of src0 (default: dst's).", rich_help_panel=OPS)], None),

@@ -78,6 +78,7 @@ def _scalar(inst: Instruction, arch: str, dt: DType, value: Any, order: str = ""
         if divides and value != 0 and stored == 0:
             raise ParamError(f"{inst.name} scalar {value:g} rounds to 0 in {dt} and divides by zero; pass a larger "
                              "--scalar")
+        value = stored  # the scalar is of the tile's type (isa.md §3, e.g. TADDS, TMINS): 1.0001 is 1 in f16
     if divides and value == 0:
         raise ParamError(f"{inst.name} with scalar 0 divides by zero (target-defined on the NPU); pass a non-zero --scalar")
     if inst.kernel in ("shl", "shr") and not 0 <= value < dt.bits:

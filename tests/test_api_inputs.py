@@ -172,6 +172,19 @@ def test_integer_scalars_are_exact_beyond_two_to_the_53():
     assert make_request("TREMS", "8x64", "i32", arch="a5", scalar=2 ** 24 + 1).param("scalar") == 2 ** 24 + 1
 
 
+def test_a_float_scalar_is_held_in_the_tiles_type():
+    from costmodel.operands import make_request
+
+    # the instruction takes its scalar in the tile's type: what the plan lists and the emulator reads
+    assert make_request("TMINS", "8x64", "f16", scalar="1.0001").param("scalar") == 1.0
+    assert make_request("TMINS", "8x64", "f32", scalar="1.0001").param("scalar") == float(np.float32(1.0001))
+    assert make_request("TMAXS", "8x64", "bf16", arch="a5", scalar="1.01").param("scalar") == 1.0078125
+    assert make_request("TSELS", "8x64", "f16", scalar="1e-12").param("scalar") == 0.0
+    assert make_request("TMINS", "8x64", "f16", scalar="-inf").param("scalar") == -np.inf
+    with pytest.raises(ParamError, match="overflows f16"):  # a finite scalar the type cannot hold
+        make_request("TMINS", "8x64", "f16", scalar="65520")
+
+
 def test_a_dividend_scalar_may_be_zero_and_a_huge_integer_is_an_error_on_floats():
     from costmodel import lower
     from costmodel.emulate.verify import verify
