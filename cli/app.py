@@ -871,7 +871,7 @@ def _checked_spec(spec: dict) -> dict:
 
 @app.command("sweep", cls=_Command)
 def sweep_cmd(
-    spec: Annotated[str, typer.Argument(help="Grid spec (.yaml needs pto-cost\\[yaml], .toml, .json): ops, rows, cols (a number or a range like 16:512:16) and optionally dtypes, dst_dtypes (TCVT targets), archs (default $PTO_COST_ARCH, else a2a3), strategies (default, all or names; all covers the others), valid_rows, valid_cols (a count or full), params (op parameters named like the options, with underscores: src1_valid, e.g. {saturation: \\[on, off]}: a list is a grid dimension), model (--model overrides it). A list may not be empty.")],
+    spec: Annotated[str, typer.Argument(help="Grid spec (.yaml needs pto-cost\\[yaml], .toml, .json): ops, rows, cols (a number or a range like 16:512:16) and optionally dtypes, dst_dtypes (TCVT targets), archs (default $PTO_COST_ARCH, else a2a3), strategies (default, all or names; all covers the others), valid_rows, valid_cols (a count, full, or a list or range of them: a grid dimension), params (op parameters named like the options, with underscores: src1_valid, e.g. {saturation: \\[on, off]}: a list is a grid dimension), model (--model overrides it). A list may not be empty.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Result file (.csv or .parquet).")],
     engine: Annotated[str, typer.Option("--engine", help="local, or dask (needs pto-cost\\[dask]).")] = "local",
     workers: Annotated[Optional[int], typer.Option("--workers", help="Dask workers of the local cluster.")] = None,

@@ -127,20 +127,23 @@ def expand(spec: dict[str, Any], *, limit: int = MAX_POINTS, name: str = "sweep"
     cols = parse_range(spec["cols"], "cols", limit)
     _check_names(ops, dtypes + [d for d in dst if d], archs)
     ops, dtypes, dst, archs = _distinct(ops, dtypes, dst, archs)
-    valid = {key: _valid_count(spec.get(key), key) for key in ("valid_rows", "valid_cols")}
+    valid = {key: _valid_counts(spec.get(key), key, limit) for key in ("valid_rows", "valid_cols")}
     fixed, swept = _params(spec.get("params"))
     # destination types vary the ops that convert (their catalogue lists src>dst pairs); the others take none
     combos = [(op, dt, d, arch, st) for op in ops for dt in dtypes
               for d in (dst if _converts(op, archs) else [""]) for arch in archs for st in strategies]
-    n = len(combos) * len(rows) * len(cols) * math.prod(len(v) for v in swept.values())
+    n = (len(combos) * len(rows) * len(cols) * math.prod(len(v) for v in valid.values())
+         * math.prod(len(v) for v in swept.values()))
     if n > limit:
         raise PtoCostError(f"the {name} grid has {n:,} points; at most {limit:,} are evaluated at once ({hint})")
     base = pd.DataFrame(combos, columns=["op", "dtype", "dst_dtype", "arch", "strategy"])
     shapes = pd.MultiIndex.from_product([rows, cols], names=["rows", "cols"]).to_frame(index=False)
     frame = base.merge(shapes, how="cross")
     for key, col in (("valid_rows", "rows"), ("valid_cols", "cols")):
-        # a fixed count larger than a point's tile is that point's error (valid region larger than the tile)
-        frame[key] = frame[col] if valid[key] is None else valid[key]
+        # a count larger than a point's tile is that point's error (valid region larger than the tile)
+        counts = pd.DataFrame({key: pd.array(valid[key], dtype="Int64")})
+        frame = frame.merge(counts, how="cross")
+        frame[key] = frame[key].fillna(frame[col]).astype("int64")
     for k, v in fixed.items():
         frame[k] = [v] * len(frame)
     for k, values in swept.items():
@@ -187,6 +190,18 @@ def _params(params: Any) -> tuple[dict[str, Any], dict[str, list]]:
     return fixed, swept
 
 
+def _valid_counts(value: Any, what: str, limit: int) -> list[int | None]:
+    """The valid row or column counts a spec sweeps: one (a count, or `full` / absent: the whole tile, None), or a
+    list or range of them, a grid dimension."""
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise PtoCostError(f"sweep spec: `{what}` is empty; give a count, a range or `full`")
+        return list(dict.fromkeys(c for v in value for c in _valid_counts(v, what, limit)))
+    if isinstance(value, str) and (":" in value or "," in value):
+        return list(parse_range(value, what, limit))
+    return [_valid_count(value, what)]
+
+
 def _valid_count(value: Any, what: str) -> int | None:
     """A fixed valid row or column count of every point, or None for the whole tile (`full` or absent)."""
     if value is None or value == "full":
@@ -196,7 +211,8 @@ def _valid_count(value: Any, what: str) -> int | None:
     text = str(value).strip()
     if text.isdigit() and int(text) >= 1:
         return _count(int(text), what, value)
-    raise PtoCostError(f"malformed {what} {value!r}: expected a count >= 1 (every point) or `full` (the whole tile)")
+    raise PtoCostError(f"malformed {what} {value!r}: expected a count >= 1, `full` (the whole tile), or a list or "
+                       "range A:B:STEP of them")
 
 
 def _distinct(ops: list, dtypes: list, dst: list, archs: list) -> tuple[list, list, list, list]:

@@ -31,6 +31,21 @@ def test_parse_range():
         expand({"ops": ["TADD"], "rows": 2, "cols": 16, "valid_rows": 99999999999999999999999})
 
 
+def test_a_spec_sweeps_the_valid_region_as_a_grid_dimension():
+    grid = expand({"ops": ["TADD"], "rows": [4], "cols": [64, 128], "valid_cols": ["full", "60:64:2", 60]})
+    # full is each tile's own width; a repeated count is one value; a count past a tile is that point's error
+    assert sorted(zip(grid["cols"], grid["valid_cols"])) == sorted(
+        [(64, 64), (64, 60), (64, 62), (64, 64), (128, 128), (128, 60), (128, 62), (128, 64)])
+    assert (grid["valid_rows"] == 4).all()
+    out = sweep(expand({"ops": ["TADD"], "archs": ["a5"], "dtypes": ["f32"], "rows": 4, "cols": 64,
+                        "valid_cols": [32, 65]}))
+    one = estimate("TADD", "4x64", "f32", arch="a5", valid=(4, 32), verify=False)
+    assert out["cycles"].iloc[0] == one.cycles and "larger than the tile" in out["note"].iloc[1]
+    for bad in ([], "0:4", [1, "wide"]):
+        with pytest.raises(PtoCostError, match="valid_cols"):
+            expand({"ops": ["TADD"], "rows": 4, "cols": 64, "valid_cols": bad})
+
+
 def test_sweep_matches_single_estimates_and_marks_best():
     grid = expand({"ops": ["TMINS"], "dtypes": ["f16"], "strategies": ["all"], "rows": "64", "cols": "64:192:64"})
     out = sweep(grid)
