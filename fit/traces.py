@@ -352,6 +352,8 @@ def measured_keys(df: pd.DataFrame) -> pd.Series:
     its key columns as text."""
     from costmodel.errors import PtoCostError
 
+    if df.empty:
+        return pd.Series([], index=df.index, dtype="int64")
     key = [c for c in (*KEY, *param_columns()) if c in df.columns]
     cells = df[key].apply(lambda col: col.map(cell_text)).agg("\x1f".join, axis=1)  # a Parquet cell may be a list
     first = ~cells.duplicated()
