@@ -86,7 +86,7 @@ def _anchored(op: str, uarch) -> np.ndarray:
     formula - pipeline difference on the same tiles."""
     from costmodel import lower
     from costmodel.models.a5_anchored import AnchoredPipeline
-    from costmodel.models.a5_pipeline import PipelineModel
+    from costmodel.models.a5_pipeline import PipelineModel, forget_simulations
     from costmodel.models.params import ParamTable
     from fit.a5_formula_fit import _smooth_rows, lower_rows
     from fit.a5_smooth_fit import fit_smooth
@@ -149,13 +149,14 @@ def tag_unexplained(fr: pd.DataFrame) -> pd.Series:
 
 def speed(n: int = 100_000) -> dict[str, float]:
     from costmodel import api
-    from costmodel.models.a5_pipeline import PipelineModel
+    from costmodel.models.a5_pipeline import PipelineModel, forget_simulations
 
     rng = np.random.default_rng(0)
     out = {}
     for label, op, shape, dt, kw in (("TADD f32 2d-no-post-update", "TADD", (10, 224), "f32", {"valid": (10, 192)}),
                                      ("TEXP f16 1d-post-update", "TEXP", (1, 1280), "f16", {})):
         prog = api.plan(op, shape, dt, "a5", **kw).body[0]
+        forget_simulations()  # models of the shipped parameters share one cache per process
         m = PipelineModel()
         two_d = prog.form.startswith("2d")
         inner = rng.integers(1, 257 if two_d else 1025, n)

@@ -127,6 +127,11 @@ def _shared_caches(ua: A5Uarch) -> tuple[dict, dict]:
     return hit[1], hit[2]
 
 
+def forget_simulations() -> None:
+    """Empty the per-process cache of the parameters in use (a benchmark's cold start)."""
+    _SHARED.clear()
+
+
 class PipelineModel:
     """Prices A5 plans by simulating their VF programs (parameters: the shipped fit unless given)."""
 
