@@ -119,7 +119,8 @@ SHARED_LIMIT = 100_000  # simulations kept per process before the shared cache s
 def _shared_caches(ua: A5Uarch) -> tuple[dict, dict]:
     """Return (simulated cycles, clips) of the parameters in use, one pair per process shared by every model that
     reads them, so an estimate's strategies, their anchors and a sweep's per-request path pay each clip search once
-    (a model given parameters in memory keeps its own). New parameters (the file changed) start afresh."""
+    (a model given parameters in memory keeps its own). New parameters (the file changed) start afresh. The cycles
+    are numbers only: recorded traces are not shared."""
     hit = _SHARED.get(id(ua))
     if hit is None or hit[0] is not ua or len(hit[1]) > SHARED_LIMIT:
         _SHARED.clear()
@@ -141,6 +142,7 @@ class PipelineModel:
         self.uarch = uarch
         self._own = None if uarch is None else ({}, {})
         self._tpl_cache: dict = {}
+        self._records: dict = {}  # recorded traces (~250 kB each) stay with the model that asked for them
 
     @property
     def _cache(self) -> dict:
@@ -216,14 +218,15 @@ class PipelineModel:
 
     def _sim(self, tpl: Template, trips: tuple[int, ...], mode: str):
         key = (tpl.sig_key, trips, mode)
-        hit = self._cache.get(key)
+        cache = self._records if mode == "record" else self._cache
+        hit = cache.get(key)
         if hit is None:
             if mode == "record":
                 c, tr = simulate(tpl, trips, self.ua, record=True)
                 hit = (c, critical_path(tr), tr)
             else:
                 hit = simulate(tpl, trips, self.ua, latency_only=(mode == "latency"))[0]
-            self._cache[key] = hit
+            cache[key] = hit
         return hit
 
     def combination(self, tpl: Template, trips: tuple[int, ...]) -> list[tuple[tuple[int, ...], float]]:
