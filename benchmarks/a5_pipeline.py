@@ -86,7 +86,7 @@ def _anchored(op: str, uarch) -> np.ndarray:
     formula - pipeline difference on the same tiles."""
     from costmodel import lower
     from costmodel.models.a5_anchored import AnchoredPipeline
-    from costmodel.models.a5_pipeline import PipelineModel, forget_simulations
+    from costmodel.models.a5_pipeline import PipelineModel
     from costmodel.models.params import ParamTable
     from fit.a5_formula_fit import _smooth_rows, lower_rows
     from fit.a5_smooth_fit import fit_smooth
