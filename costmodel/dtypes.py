@@ -74,8 +74,8 @@ def _table() -> tuple[dict[str, DType], dict[str, DType]]:
             note=row["note"],
         )
         by_name[dt.name] = dt
-        for key in (dt.name, *dt.aliases):
-            by_alias[key.lower()] = dt
+        for key in (dt.name, *dt.aliases, *([dt.numpy_name] if dt.numpy_name else [])):  # float8_e4m3fn too
+            by_alias.setdefault(key.lower(), dt)
     return by_name, by_alias
 
 
@@ -85,8 +85,8 @@ def all_dtypes() -> tuple[DType, ...]:
 
 
 def dtype(name: str | DType) -> DType:
-    """Return the element type for a canonical name, an alias (`fp16`, `float32`, `half`, `int8`, ...) or a numpy
-    type (np.float16, np.dtype('int8'), ml_dtypes.bfloat16)."""
+    """Return the element type for a canonical name, an alias (`fp16`, `float32`, `half`, `int8`, ...), a numpy
+    or ml_dtypes type name (`float8_e4m3fn`) or a numpy type (np.float16, np.dtype('int8'), ml_dtypes.bfloat16)."""
     if isinstance(name, DType):
         return name
     if isinstance(name, (type, np.dtype)):

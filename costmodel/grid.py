@@ -204,7 +204,7 @@ def _valid_counts(value: Any, what: str, limit: int) -> list[int | None]:
 
 def _valid_count(value: Any, what: str) -> int | None:
     """A fixed valid row or column count of every point, or None for the whole tile (`full` or absent)."""
-    if value is None or value == "full":
+    if value is None or (isinstance(value, str) and value.strip().lower() == "full"):
         return None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
         return _count(value, what, value)

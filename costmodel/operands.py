@@ -14,7 +14,7 @@ from .arch import check_arch
 from .catalog import COMPARES, ELEMENTWISE, ELEMENTWISE_SOURCES, READS_DST, SCALAR_FAMILIES, Instruction, instruction
 from .dtypes import DType, dtype as as_dtype
 from .emulate.data import default_scalar, float_info
-from .errors import NotModelledError, ParamError, ShapeError, UnsupportedDtypeError
+from .errors import NotModelledError, ParamError, ShapeError, StrategyError, UnsupportedDtypeError
 from .flags import flag, shown, truthy
 from .request import Request
 from .tiles import Tile, parse_shape
@@ -30,8 +30,11 @@ SCALAR_LIMITS = {("a2a3", "TREMS", "i32"): 2 ** 24}
 def _number(value: Any) -> int | float:
     """Parse a scalar: integers exactly (also beyond 2^53), decimals and `inf`/`nan` as floats; ParamError otherwise
     (a decimal too large for a double is not silently infinite)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (str, int, float, np.integer, np.floating)):
+        raise ParamError(f"scalar {shown(value)} is not a number; accepted: an int, a float or their text (2, 0.5, "
+                         "-inf, 0x10)")
     if not isinstance(value, str):
-        return value
+        return value.item() if isinstance(value, np.generic) else value
     text = value.strip()
     try:
         return int(text, 0)
@@ -126,6 +129,11 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
     """
     inst = instruction(op)
     arch = check_arch(arch)
+    if isinstance(strategy, float) and math.isnan(strategy):  # a frame's missing cell: no strategy named
+        strategy = None
+    if strategy is not None and not isinstance(strategy, str):
+        raise StrategyError(f"strategy {shown(strategy)} is not a name; give a strategy name, or None or 'default' "
+                            "for the default")
     if strategy is not None and strategy.strip().lower() in ("", "default"):
         strategy = None
     dt = as_dtype(dtype)

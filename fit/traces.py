@@ -284,13 +284,17 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
         except PtoCostError as exc:
             verdicts[(arch, op, dt, dst)] = ("op", _NO_CATALOGUE.get(str(op).upper(), str(exc)))
             continue
+        column = "dtype"
         try:
             t = as_dtype(dt)
+            column = "dst_dtype"
             d = as_dtype(dst) if dst else None
+            toks = inst.dtypes_on(arch.lower())
+            # an op with no dtype on the arch is the op's fault; a source type it takes, the target's
+            column = "op" if not toks else "dst_dtype" if d and t.name in {k.split(">")[0] for k in toks} else "dtype"
             inst.check_dtype(arch.lower(), t, d)
             verdicts[(arch, op, dt, dst)] = None
-        except PtoCostError as exc:  # an op with no dtype on the arch is the op's fault, not the dtype's
-            column = "dtype" if inst.dtypes_on(arch.lower()) else "op"
+        except PtoCostError as exc:
             verdicts[(arch, op, dt, dst)] = (column, trace_wording(str(exc)))
     for line, arch, op, dt, dst in df.loc[~arch_bad, [LINE, "arch", "op", "dtype", "dst_dtype"]].itertuples(index=False):
         v = verdicts.get((arch, op, dt, dst))
@@ -472,7 +476,9 @@ def extra_note(row: Any) -> str:
             notes.append(f"op_params {params!r} is not a TSEL mask program for {row.get('dtype')} "
                          f"({', '.join(programs)}): priced by the program the lowering picks")
     elif params and op != "TRECIP":
-        notes.append(f"op_params {params!r} not read (TRECIP takes a precision, TSEL names its mask program)")
+        name = params.partition("=")[0].strip().lower()
+        notes.append(f"op_params {params!r} not read: give {name} a column of its own" if name in param_columns()
+                     else f"op_params {params!r} not read (TRECIP takes a precision, TSEL names its mask program)")
     unread = []
     for key in extra:
         if key in EXTRA_READ or key in EXTRA_UNUSED:
@@ -529,12 +535,16 @@ def request_kwargs(row: Any) -> dict[str, Any]:
     if row.get("dst_dtype") and (row["dst_dtype"] != row["dtype"] or _converts(row["op"])):
         kw["dst_dtype"] = row["dst_dtype"]  # a conversion to its own type (f32 -> f32) rounds to integral values
     if row.get("strategy"):
+        if str(row["strategy"]).strip().lower() == "all":
+            raise TraceError("strategy 'all' names no one strategy: a row is one measured or predicted case (leave "
+                             "strategy blank for the default; `pto-cost compare` or a sweep prices every strategy)")
         kw["strategy"] = row["strategy"]
     if row.get("vf_impl_kind"):
         kw["vf_impl_kind"] = vf_impl_kind(row["vf_impl_kind"])
     params = str(row.get("op_params") or "")
     if row["op"].upper() == "TRECIP" and params:
-        kw["precision"] = params
+        name, eq, value = params.partition("=")
+        kw["precision"] = value.strip() if eq and name.strip().lower() == "precision" else params
     if row.get("round_mode"):
         kw["round_mode"] = str(row["round_mode"])  # CAST_RINT, rint, r: make_request names it (conversions.py)
     if row.get("saturation_mode"):

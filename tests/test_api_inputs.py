@@ -18,6 +18,37 @@ def test_a_mistyped_keyword_is_an_error_naming_it(call):
         call()
 
 
+@pytest.mark.parametrize("kw, error, words", [
+    ({"strategy": 5}, "StrategyError", "strategy 5 is not a name"),
+    ({"scalar": [1]}, "ParamError", r"scalar \[1\] is not a number"),
+    ({"scalar": 1j}, "ParamError", "is not a number"),
+    ({"scalar": True}, "ParamError", "is not a number"),
+    ({"verify": "maybe"}, "ParamError", "verify 'maybe': expected true or false"),
+    ({"arch": ""}, "PtoCostError", "unknown arch"),
+])
+def test_values_of_the_wrong_kind_are_named_errors_not_python_ones(kw, error, words):
+    with pytest.raises(PtoCostError, match=words) as exc:
+        costmodel.estimate("TMINS", "64x64", "f32", **kw)
+    assert type(exc.value).__name__ == error
+
+
+def test_api_values_as_a_frame_or_a_user_gives_them():
+    # a frame's missing strategy (NaN) is the default; verify="no" is no; ml_dtypes' own name of a type is that type
+    plain = costmodel.estimate("TMINS", "64x64", "f32", verify=False)
+    assert costmodel.estimate("TMINS", "64x64", "f32", strategy=float("nan"), verify=False).strategy == plain.strategy
+    assert costmodel.estimate("TMINS", "64x64", "f32", verify="no").verified is None
+    e = costmodel.estimate("TCVT", "16x64", "f32", arch="a5", dst_dtype="float8_e4m3fn", verify=False)
+    assert e.request.tiles[0][1].dtype.name == "fp8_e4m3"
+    # compare prices every strategy: it refuses a named one and takes `all`; its verified column is Estimate's
+    with pytest.raises(costmodel.errors.StrategyError, match="compare prices every legal strategy"):
+        costmodel.compare("TADD", "64x64", "f32", arch="a5", strategy="1d-post-update")
+    df = costmodel.compare("TADD", "64x64", "f32", arch="a5", strategy="all")
+    assert df["verified"].dtype == "boolean" and len(df[df["verified"]]) == len(df) == 4
+    hif8 = costmodel.compare("TCVT", "4x64", "f32", arch="a5", dst_dtype="hif8")
+    assert hif8["verified"].isna().all() and len(hif8[hif8["verified"]]) == 0
+    assert (hif8["verify_note"].str.contains("hif8")).all()
+
+
 def test_the_error_suggests_the_close_name():
     with pytest.raises(ParamError, match="did you mean scalar"):
         costmodel.estimate("TMINS", "64x64", "f16", scalr=7.0)
@@ -120,6 +151,18 @@ def test_verified_says_skipped_when_not_asked_and_na_when_no_emulation_exists():
     assert costmodel.estimate("TMINS", "64x64", "f16").to_dict()["verified"] == "yes"
     hif8 = costmodel.estimate("TCVT", "4x64", "f32", arch="a5", dst_dtype="hif8")
     assert hif8.verified is None and hif8.to_dict()["verified"] == "n/a"
+
+
+def test_a_sweep_frames_valid_count_may_say_full_as_a_spec_does():
+    from costmodel.sweep import sweep
+
+    df = pd.DataFrame({"op": "TADD", "dtype": "f32", "arch": "a5", "rows": 4, "cols": [64, 64, 64],
+                       "valid_cols": ["full", " FULL", 32]})
+    out = sweep(df)
+    assert out["valid_cols"].tolist() == [64, 64, 32] and out["cycles"].notna().all()
+    assert out["cycles"].iloc[0] == costmodel.estimate("TADD", "4x64", "f32", arch="a5", verify=False).cycles
+    with pytest.raises(PtoCostError, match=r"valid_cols: 12.5 \(row 1\) is not a whole number or `full`"):
+        sweep(df.assign(valid_cols=["full", 12.5, 3]))
 
 
 def test_sweep_frames_with_pandas_nullable_columns():

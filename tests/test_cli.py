@@ -217,7 +217,7 @@ def test_arch_from_the_environment_is_checked():
     ("ops: [TFOO]\nrows: 4\ncols: 64\n", "unknown op 'TFOO'"),
     ("ops: [TMINS]\ndtypes: [f64]\nrows: 4\ncols: 64\n", "unknown dtype 'f64'"),
     ("ops: [TMINS]\narchs: [a9]\nrows: 4\ncols: 64\n", "unknown arch 'a9'"),
-    ("ops: [TMINS]\nrows: 4\ncols: 64\nvalid_cols: '8:64:8'\n", "malformed valid_cols"),
+    ("ops: [TMINS]\nrows: 4\ncols: 64\nvalid_cols: 'wide'\n", "malformed valid_cols"),
     ("ops: [TMINS]\nrows: '1:4'\ncols: 64\nvalid_rows: 100\n", "larger than the tile"),
     ("ops: [TMINS]\nrows: 4\ncols: 64\nstrategies: [bogus]\n", "no point of the grid could be modelled"),
     ("ops: [TMINS]\nrows: '1:100000'\ncols: '16:100000:16'\n", "625,000,000 points"),

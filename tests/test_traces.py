@@ -212,6 +212,22 @@ def test_predict_notes_name_the_trace_column_not_the_cli_option(tmp_path):
     assert "(dst_dtype)" in notes[1] and "--" not in "".join(notes), notes
 
 
+def test_predict_blames_the_cell_at_fault_and_reads_op_params_as_name_value(tmp_path):
+    p = write(tmp_path, "a5,TCVT,f32,bogus,16,64,,\na5,TCVT,bf16,i4,16,64,,\na5,TCVT,bogus,f16,16,64,,\n"
+                        "a5,TRECIP,f32,,16,64,precision=high_precision,\na5,TRECIP,f32,,16,64,high_precision,\n"
+                        "a5,TSELS,f32,,16,64,scalar=2,\na5,TADD,f32,,16,64,,all\n",
+              header="arch,op,dtype,dst_dtype,rows,cols,op_params,strategy\n")
+    out = predict_frame(read_trace(p))
+    notes = out["note"].tolist()
+    # an unknown target, or a target the source type does not convert to there, is dst_dtype's fault
+    assert notes[0].startswith("dst_dtype: unknown dtype 'bogus'") and notes[1].startswith("dst_dtype:"), notes
+    assert notes[2].startswith("dtype: unknown dtype 'bogus'")
+    # TRECIP's precision written as name=value is read; a parameter with a column of its own is pointed there
+    assert out.loc[3, "predicted_cycles"] == out.loc[4, "predicted_cycles"] > 0
+    assert "op_params 'scalar=2' not read: give scalar a column of its own" in notes[5]
+    assert np.isnan(out.loc[6, "predicted_cycles"]) and "strategy 'all' names no one strategy" in notes[6]
+
+
 def test_counts_beyond_any_buffer_are_row_errors_and_kept_as_written(tmp_path):
     from fit.validate import validate_frame
 

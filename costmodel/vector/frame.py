@@ -32,14 +32,27 @@ def check_frame(frame) -> None:
     for col in ("rows", "cols", "valid_rows", "valid_cols"):
         if col not in frame or (pd.api.types.is_integer_dtype(frame[col]) and not frame[col].hasnans):
             continue
-        values = pd.to_numeric(frame[col], errors="coerce")
+        given = _full_as_missing(frame[col]) if col.startswith("valid") else frame[col]
+        values = pd.to_numeric(given, errors="coerce")
         fractional = values.notna() & (values != values.round())
         # a missing valid count means the whole tile; a missing or non-numeric anything else is an error
-        not_a_number = values.isna() & (frame[col].notna() | (col in ("rows", "cols")))
+        not_a_number = values.isna() & (given.notna() | (col in ("rows", "cols")))
         bad = fractional | not_a_number
         if bad.any():
             at = int(np.flatnonzero(bad.to_numpy())[0])
-            raise PtoCostError(f"sweep frame column {col}: {shown(frame[col].iloc[at])} (row {at}) is not a whole number")
+            also = " or `full`" if col.startswith("valid") else ""
+            raise PtoCostError(f"sweep frame column {col}: {shown(frame[col].iloc[at])} (row {at}) is not a whole "
+                               f"number{also}")
+
+
+def _full_as_missing(col):
+    """A valid count column with each `full` (any case: the whole tile, as a spec writes it) as a missing value."""
+    import pandas as pd
+
+    if col.dtype != object and not isinstance(col.dtype, pd.StringDtype):
+        return col
+    full = col.astype(str).str.strip().str.lower() == "full"
+    return col.astype(object).where(~full, None) if full.any() else col
 
 
 def _holds_na(col) -> bool:
@@ -83,7 +96,9 @@ class Frame:
             if col not in df:
                 df[col] = df[src]
                 self.order.append(col)
-            elif df[col].hasnans:
+            else:
+                df[col] = _full_as_missing(df[col])
+            if df[col].hasnans:
                 self.given.pop(col, None)  # written as filled in
                 df[col] = df[col].fillna(df[src])
             if df[col].dtype != np.int64:
