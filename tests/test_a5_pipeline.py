@@ -294,7 +294,16 @@ def test_bottleneck_names_the_binding_resource():
     p = api.plan("TEXP", (1, 128 * 400), "f16", "a5")
     r = PipelineModel(ua).simulate(p)
     assert r.bottleneck == ("exu_sfu",)  # 400 exps x II 8 / 2 ports dominate
-    assert "exu_sfu" in r.bottleneck_view().to_text()
+    assert "exu_sfu" in r.bottleneck_view().to_text() and "along the critical path" not in r.bottleneck_view().to_text()
+
+
+def test_without_a_bottleneck_the_view_names_the_largest_critical_path_term():
+    from costmodel.models.a5_pipeline_views import BottleneckView
+
+    view = BottleneckView(1000.0, (("exu_alu", 300.0), ("frontend", 150.0)), (),
+                          (("startup", 20.0), ("latency", 900.0), ("drain", 80.0)))
+    text = view.to_text()
+    assert "no single bound" in text and "along the critical path, latency" in text and "takes 90.0 % of" in text
 
 
 def test_cost_is_the_estimate_contract():

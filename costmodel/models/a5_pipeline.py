@@ -51,7 +51,7 @@ class PipelineResult:
     trace: Trace | None = field(default=None, repr=False, compare=False)
 
     def bottleneck_view(self) -> BottleneckView:
-        return BottleneckView(self.cycles, self.bounds, self.bottleneck)
+        return BottleneckView(self.cycles, self.bounds, self.bottleneck, self.breakdown)
 
     @property
     def trace_clipped(self) -> bool:

@@ -29,6 +29,12 @@ TERMS = ("startup", "frontend", "loop_overhead", "window", "latency", "exu_ports
          "scalar_unit", "pred_unit", "pack_store", "drain")
 
 
+# what each breakdown term is the time of, in the words of the stall legend
+_TERM_MEANING = {"frontend": "the front end's width", "loop_overhead": "loop entries and iteration gaps",
+                 "window": "the issue window full", "latency": "instructions waiting for a source to be computed",
+                 "exu_ports": "the vector ports busy", "load_ports": "the load ports busy", "store_port": "the store port busy",
+                 "agu": "address generation", "pack_store": "store order"}
+
 CHART_COLUMNS = 160  # the timeline chart's width; a longer span puts several cycles in a column
 STALL_LEGEND = ("start (VF start), dispatch (the front end's width), loop_entry / iter_gap (loop overhead), window "
                 "(issue window full), operand (a source not ready: latency), exu / load / store / agu / scalar / pred "
@@ -199,6 +205,7 @@ class BottleneckView:
     cycles: float
     bounds: tuple[tuple[str, float], ...]
     bottleneck: tuple[str, ...]
+    breakdown: tuple[tuple[str, float], ...] = ()  # the critical-path terms, named where no bound explains the cycles
 
     def to_dict(self) -> dict:
         return {"schema_version": 1, "view": "bottleneck", "cycles": self.cycles, "bounds": dict(self.bounds),
@@ -212,4 +219,9 @@ class BottleneckView:
             lines.append(f"  {name:<14}{v:>10.2f}  {share:5.1f} %{mark}")
         if not self.bottleneck:
             lines.append("  no single bound within 98 %: latency and throughput limits interact")
+            term, v = max(self.breakdown, key=lambda kv: kv[1], default=("", 0.0))
+            if term and self.cycles:
+                why = _TERM_MEANING.get(term, "")
+                lines.append(f"  along the critical path, {term}{f' ({why})' if why else ''} takes {v / self.cycles * 100:.1f} % "
+                             "of the cycles (`estimate --model pipeline` gives every term)")
         return "\n".join(lines)
