@@ -755,7 +755,11 @@ def fit_cmd(
         raise PtoCostError(f"dry run: {exc}" if dry_run else str(exc)) from None
     with render.status(f"fitting the {'formula and pipeline' if model == 'all' else model} model to "
                        f"{', '.join(Path(t).name for t in traces)}"):
-        run = fit_traces(traces, k=cv, model=model, group_by=cv_group)
+        from costmodel.models.a5_pipeline_uarch import path_in_use
+
+        # a partial trace refines the pipeline table it replaces (the one in use where that does not exist yet)
+        base = pipeline_output if Path(pipeline_output).is_file() else path_in_use()
+        run = fit_traces(traces, k=cv, model=model, group_by=cv_group, pipeline_base=base)
     written = None
     if dry_run and run.rows:  # what the write would be
         from fit.params_io import planned_table

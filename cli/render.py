@@ -356,6 +356,8 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
                      "the other folds)" if sec.get("fitted_rows", cv["n"]) > cv["n"] else ""))
         for note in sec.get("notes", []):
             con.print(f"  [yellow]{sec.get('note_label', 'skipped')}[/] {plain(note)}")
+        if sec.get("kept"):
+            con.print(f"  kept {plain(sec['kept'])}")
         t = Table(title=f"{sec['arch']} {sec['model']} parameters (rows with observations)")
         for col in ("parameter", sec.get("value_label", "value"), "± stderr", "n", "CV MAPE %"):
             t.add_column(col, justify="left" if col == "parameter" else "right")
@@ -399,7 +401,9 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
         if written.dropped:
             con.print(plain(f"note: {written.dropped_note()}"))
     if dry_run:
-        if not (run.rows and written):
+        if run.pipeline is not None and pipeline_output:
+            con.print(plain(f"dry run: nothing written; it would write the A5 pipeline parameters to {pipeline_output}"))
+        elif not (run.rows and written):
             con.print("dry run: nothing written")
         return
     if pipeline_output and run.pipeline is not None:

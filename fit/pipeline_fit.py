@@ -220,6 +220,14 @@ class PipelineFit:
     window_profile: dict[int, float]
     trace_name: str = ""
     report: str = ""
+    kept_rows: dict = field(default_factory=dict)  # the table rows of parameters the trace does not move, by name
+    kept_from: str = ""  # that table's file name
+
+    @property
+    def kept(self) -> tuple[str, ...]:
+        """The parameters a previous fit moved that this trace does not: they keep that fit's value and source."""
+        return tuple(n for n, r in self.kept_rows.items() if n not in self.free and n != "window"
+                     and not str(r.get("source", "")).startswith("fixed"))
 
     def flags(self) -> dict[str, str]:
         """Return the free parameters the fit cannot vouch for: `at bound`, or `unidentified` (no finite standard
@@ -241,11 +249,13 @@ class PipelineFit:
 def fit_pipeline(frame: pd.DataFrame, *, cases: Cases | None = None, rows: np.ndarray | None = None,
                  init: A5Uarch | None = None, windows: tuple[int, ...] = WINDOWS, loss: str = "soft_l1",
                  f_scale: float = 0.05, max_nfev: int = 60, exclude_mirrors: bool = True,
-                 trace_name: str = "") -> PipelineFit:
+                 trace_name: str = "", kept: A5Uarch | None = None) -> PipelineFit:
     """Fit the free class parameters to the measured cycles of `frame` (a checked A5 trace).
 
     `rows` restricts the fit to those trace rows (cross-validation); `exclude_mirrors` drops rows flagged
-    `tail_mirror_of_full` = 1 (repeated measurements) from the objective.
+    `tail_mirror_of_full` = 1 (repeated measurements) from the objective. The parameters no row's program depends on
+    keep their values in `kept` (a table in use: a partial trace refines it), else their priors; the free ones start
+    from `init`, else the priors.
     """
     from scipy.optimize import least_squares
 
@@ -265,8 +275,9 @@ def fit_pipeline(frame: pd.DataFrame, *, cases: Cases | None = None, rows: np.nd
     lo = np.array([f[1] for f in free])
     hi = np.array([f[2] for f in free])
     priors = [(k, f[3]) for k, f in enumerate(free) if f[3] is not None]
-    base = init or A5Uarch()
-    x0 = np.clip(np.array([getattr(base, n) for n in names], float), lo + 1e-9, hi - 1e-9)
+    start = init or A5Uarch()
+    base = kept or start
+    x0 = np.clip(np.array([getattr(start, n) for n in names], float), lo + 1e-9, hi - 1e-9)
     n_obs = {n: int(sum(1 for c in rc if n in deps[c])) for n in names}
     if len(idx) <= len(names):  # an exact fit: values that explain the rows, not estimates (and no error bars)
         from costmodel.errors import TraceError
@@ -384,6 +395,9 @@ def _write_table(fit: PipelineFit, tmp: Path) -> None:
             elif f.name == "window":
                 w.writerow([f.name, v, "", "instructions", fit.n_rows,
                             f"profiled over {sorted(fit.window_profile)} on {fit.trace_name or 'trace'}"])
+            elif f.name in fit.kept:  # as the earlier fit wrote it
+                r = fit.kept_rows[f.name]
+                w.writerow([f.name, r["value"], r.get("stderr", ""), r.get("unit", ""), r.get("n_obs", 0), r["source"]])
             else:
                 unit = "ports" if f.name.endswith("ports") else "cycles"
                 w.writerow([f.name, f"{v:.6g}", "", unit, 0, FIXED_SOURCE.get(f.name, "fixed: no data moves it")])

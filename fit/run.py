@@ -60,8 +60,11 @@ def _a5_choice(fit, ops: list[str]) -> str:
     return f"the smooth form for {', '.join(smooth) or 'no op'}; {hard} for {', '.join(rest)}"
 
 
-def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: int = 0, group_by: str = "shape") -> FitRun:
-    """Fit the models of every arch present in the traces; returns the run (rows not yet written)."""
+def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: int = 0, group_by: str = "shape",
+               pipeline_base: str | None = None) -> FitRun:
+    """Fit the models of every arch present in the traces; returns the run (rows not yet written). The pipeline
+    parameters the traces do not move keep their values in the table `pipeline_base` (the one the fit will
+    replace), where it exists."""
     from .metrics import summary
 
     frames, problems, unit = [], [], {}
@@ -109,7 +112,8 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         run.rows += list(fit.rows)
         run.sections.append({"arch": "a2a3", "model": "formula", "selection": fit.selection,
                              "choice": f"shrink {fit.shrink}, dtype effects {fit.dtypes}", "report": fit.report,
-                             "cv": summary(fit.cv_predictions, y), "fitted_rows": len(y), "notes": notes,
+                             "cv": summary(fit.cv_predictions, y), "validation": "cross-validated",
+                             "fitted_rows": len(y), "notes": notes,
                              "accuracy": _accuracy_label(a2, k, group_by),
                              "outliers": outliers(a2, fit.insample)})
     if "a5" in arches and model in ("formula", "all"):
@@ -125,7 +129,8 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "legend": "coefficients: p0 per program, p1 per chunk, p2 per row of a 2D program whose "
                                        "rows hold one chunk, p3 per row and p4 per chunk of one whose rows hold more, "
                                        "p5 a one-chunk 1D program; the ± is p1's",
-                             "cv": summary(fit.cv_predictions, y), "fitted_rows": len(y), "notes": notes,
+                             "cv": summary(fit.cv_predictions, y), "validation": "cross-validated",
+                             "fitted_rows": len(y), "notes": notes,
                              "accuracy": _accuracy_label(a5, k, group_by),
                              "outliers": outliers(a5, fit.insample)})
     if "a5" in arches and model in ("pipeline", "all"):
@@ -133,17 +138,26 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
 
         a5 = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True)
         cases = build_cases(a5)
-        pfit = fit_pipeline(a5, cases=cases, trace_name=source)
+        kept, kept_rows = (None, {})
+        if pipeline_base and Path(pipeline_base).is_file():
+            from costmodel.models.a5_pipeline_uarch import read_params
+
+            kept, kept_rows = read_params(pipeline_base)
+        pfit = fit_pipeline(a5, cases=cases, trace_name=source, kept=kept)
+        pfit.kept_rows, pfit.kept_from = kept_rows, Path(pipeline_base).name if kept is not None else ""
         run.pipeline = pfit
         pred = predict_rows(cases, pfit.uarch)
         flagged = [f"{n}: {why}" for n, why in pfit.flags().items()]
+
         profile = ", ".join(f"{w}: {c:.3f}" for w, c in sorted(pfit.window_profile.items()))
         run.sections.append({"arch": "a5", "model": "pipeline", "selection": pd.DataFrame(),
                              "choice": f"window {pfit.uarch.window} (loss by window {profile})",
                              "report": _pipeline_report(pfit),
                              "accuracy": "in-sample (its cross-validation is benchmarks/a5_pipeline.py: minutes per fold)",
                              "cv": summary(pred, a5["measured_cycles"].to_numpy(float)), "notes": flagged,
-                             "note_label": "check", "outliers": outliers(a5, pred)})
+                             "note_label": "check", "outliers": outliers(a5, pred), "validation": "in-sample",
+                             "kept": (f"{len(pfit.kept)} parameter(s) this trace does not move, as {pfit.kept_from} "
+                                      f"fitted them: {', '.join(pfit.kept)}" if pfit.kept else "")})
     return run
 
 

@@ -542,5 +542,11 @@ def test_fit_command_reports_pipeline_accuracy_and_where_it_wrote(tmp_path):
     # not the file the models read: the output says how to use it
     assert f"PTO_COST_PIPELINE_PARAMS={params.resolve()}" in r.stdout.replace("\n", "")
     assert "parameter rows" not in r.stdout and not formula.exists()
-    got, _ = read_params(params)
+    got, written = read_params(params)
     assert got.sfu32_ii == pytest.approx(3.0, abs=0.3)
+    # a class no TADD or TEXP program uses keeps the shipped fit's value and source, and the report says so: a
+    # partial trace refines the table in use, as the formula fit does
+    ua, shipped_rows = read_params()
+    assert got.cvt_w4_latency == ua.cvt_w4_latency and written["cvt_w4_latency"] == shipped_rows["cvt_w4_latency"]
+    assert shipped_rows["cvt_w4_latency"]["source"].startswith("fitted on")
+    assert "as a5_pipeline_params.csv fitted them" in " ".join(r.stdout.split()) and "cvt_w4_latency" in r.stdout
