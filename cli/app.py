@@ -55,6 +55,8 @@ def _root(version: Annotated[bool, typer.Option("--version", metavar="", is_eage
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON document on stdout instead of a table.")]
+# measured/README.md: profiled cycles are integers, ±1 cycle noise; another profiler may read its repeats further apart
+RepeatOpt = Annotated[Optional[float], typer.Option("--repeat-tolerance", min=0, help="How many cycles apart runs of one case may read and still be repeats (averaged into one case); further apart they are conflicting duplicates, not used. Default: 2, the ±1-cycle noise of the measured files; raise it for a noisier profiler.")]
 StrategyOpt = Annotated[Optional[str], typer.Option("--strategy", help="Force an emission strategy (see `compare`; `default`: the implementation's choice, as without the option).")]
 def _model_name(name: str) -> str:
     from costmodel.models.registry import check_name
@@ -403,6 +405,7 @@ def validate(
     measured: Annotated[str, typer.Argument(help="Measured trace (CSV or Parquet) with measured_cycles.")],
     model: ModelOpt = "auto",
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write predicted-vs-measured and residual plots (any format matplotlib writes: .png, .svg, .pdf, ...).")] = None,
+    repeat_tolerance: RepeatOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Score a model against measurements: MAPE, median and worst error, share within 5 %, Kendall tau.
@@ -433,7 +436,7 @@ def validate(
         check_figure_path(plot)
     trace = read_trace(measured)
     with render.progress("predicting", len(trace)) as tick:
-        rep = validate_frame(trace, model=model, progress=tick)
+        rep = validate_frame(trace, model=model, progress=tick, tolerance=repeat_tolerance)
     if not rep.overall["n"]:
         notes = rep.not_scored["note"].astype(str)
         notes = notes[notes != ""]
@@ -732,6 +735,7 @@ def fit_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all. The formula fit of the public A5 file takes 30-45 s on an idle 2-core machine (longer while other work runs); the pipeline fit (pipeline, all) simulates every measured program many times and takes minutes.")] = "formula",
     dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Report the fit and what it would write; write nothing. Exits 2 at once, as the real run does, where -o (or --pipeline-output) could not take the result.")] = False,
     pipeline_output: Annotated[str | None, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (the models read them when PTO_COST_PIPELINE_PARAMS names the file). [default: data/a5_pipeline_params.csv]")] = None,
+    repeat_tolerance: RepeatOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Fit model parameters to measured traces: per group n, parameters ± standard error, cross-validated MAPE."""
@@ -759,7 +763,8 @@ def fit_cmd(
 
         # a partial trace refines the pipeline table it replaces (the one in use where that does not exist yet)
         base = pipeline_output if Path(pipeline_output).is_file() else path_in_use()
-        run = fit_traces(traces, k=cv, model=model, group_by=cv_group, pipeline_base=base)
+        run = fit_traces(traces, k=cv, model=model, group_by=cv_group, pipeline_base=base,
+                         tolerance=repeat_tolerance)
     written = None
     if dry_run and run.rows:  # what the write would be
         from fit.params_io import planned_table

@@ -11,7 +11,8 @@ from .traces import (LINE, cell_text, check_trace, extra_note, normalise_trace, 
                      trace_wording)
 
 
-def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd.DataFrame:
+def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None,
+                  tolerance: float | None = None) -> pd.DataFrame:
     """Return `df` (normalised as `read_trace` does) plus `predicted_cycles`, `strategy`, `model` and `note`
     columns (never raises per row); `progress(done, total)` is called as rows are priced."""
     from costmodel import lower
@@ -21,7 +22,7 @@ def predict_frame(df: pd.DataFrame, *, model: str = "auto", progress=None) -> pd
     models = Models(model)  # one instance per arch for all rows: the pipeline's simulations are shared
 
     df = normalise_trace(df)
-    good, problems = check_trace(df, require_measured=False)
+    good, problems = check_trace(df, require_measured=False, tolerance=tolerance)
     # a row's measured_cycles problem, then its first other one (later ones can be echoes of it: a valid_rows
     # defaulted from a bad rows)
     measured_notes: dict = {}

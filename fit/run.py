@@ -61,10 +61,10 @@ def _a5_choice(fit, ops: list[str]) -> str:
 
 
 def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: int = 0, group_by: str = "shape",
-               pipeline_base: str | None = None) -> FitRun:
+               pipeline_base: str | None = None, tolerance: float | None = None) -> FitRun:
     """Fit the models of every arch present in the traces; returns the run (rows not yet written). The pipeline
     parameters the traces do not move keep their values in the table `pipeline_base` (the one the fit will
-    replace), where it exists."""
+    replace), where it exists. `tolerance`: how far apart repeated runs of a case may read (cycles)."""
     from .metrics import summary
 
     frames, problems, unit = [], [], {}
@@ -74,14 +74,14 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         if lacks_measured(raw):
             raise TraceError(f"{path}: no measured_cycles column; fit needs measured cycles (`pto-cost predict` "
                              "prices cases without them)")
-        good, bad = check_trace(raw)
+        good, bad = check_trace(raw, tolerance=tolerance)
         good["trace"] = Path(path).name
         good[ROW_UNIT] = unit[Path(path).name]
         frames.append(good)
         problems += [replace(p, source=Path(path).name) for p in bad] if len(paths) > 1 else bad
     trace = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if len(paths) > 1 and not trace.empty:  # each file was checked on its own; the same case in two must agree too
-        for idx in conflicting_duplicates(trace):
+        for idx in conflicting_duplicates(trace, tolerance):
             spots = [Problem(int(n), "measured_cycles", "", source=t, unit=unit[t])
                      for t, n in trace.loc[idx, ["trace", LINE]].itertuples(index=False)]
             said = ", ".join(f"{v:g}" for v in trace.loc[idx, "measured_cycles"])

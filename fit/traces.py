@@ -233,10 +233,12 @@ def _int_column(df: pd.DataFrame, col: str, problems: list[Problem], *, minimum:
     return num.where(~big, np.nan)
 
 
-def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.DataFrame, list[Problem]]:
+def check_trace(df: pd.DataFrame, *, require_measured: bool = True,
+                tolerance: float | None = None) -> tuple[pd.DataFrame, list[Problem]]:
     """Return (rows that passed every check, problems). Numbers become numeric columns on the good rows. Without
     `require_measured` (predict), a problem of measured_cycles alone (not a count, a conflicting duplicate) is
-    reported and the row kept."""
+    reported and the row kept. `tolerance`: how far apart runs of one case may read (REPEAT_TOLERANCE cycles by
+    default)."""
     from costmodel.arch import ARCHES
     from costmodel.catalog import instruction
     from costmodel.dtypes import dtype as as_dtype
@@ -303,7 +305,7 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
     clean = ~df[LINE].isin({p.line for p in problems})
     if "measured_cycles" in df:
         measured = df[clean & pd.to_numeric(df["measured_cycles"], errors="coerce").notna()]
-        for idx in conflicting_duplicates(measured):
+        for idx in conflicting_duplicates(measured, tolerance):
             lines = ", ".join(str(int(x)) for x in df.loc[idx, LINE])
             said = ", ".join(f"{v:g}" for v in df.loc[idx, "measured_cycles"])
             msg = f"conflicting duplicates ({df.attrs.get('line_unit', 'line')}s {lines}) measured {said}"
@@ -324,15 +326,17 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True) -> tuple[pd.
 REPEAT_TOLERANCE = 2.0
 
 
-def conflicting_duplicates(df: pd.DataFrame) -> list[pd.Index]:
+def conflicting_duplicates(df: pd.DataFrame, tolerance: float | None = None) -> list[pd.Index]:
     """Return the index of each group of rows that measure the same request (`measured_keys`) and disagree by more
-    than the profiler's noise (REPEAT_TOLERANCE); repeats within it are kept, as repeated runs."""
+    than the profiler's noise (`tolerance` cycles, REPEAT_TOLERANCE by default); repeats within it are kept, as
+    repeated runs."""
+    tolerance = REPEAT_TOLERANCE if tolerance is None else tolerance
     if len(df) < 2:
         return []
     keys = measured_keys(df)
     out = []
     for _, g in pd.to_numeric(df["measured_cycles"]).groupby(keys, sort=False):
-        if len(g) > 1 and g.max() - g.min() > REPEAT_TOLERANCE:
+        if len(g) > 1 and g.max() - g.min() > tolerance:
             out.append(g.index)
     return out
 

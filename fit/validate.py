@@ -42,11 +42,13 @@ class ValidationReport:
                 "not_scored": records(self.not_scored)}
 
 
-def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None) -> ValidationReport:
-    """Predict every row of a measured trace and return the accuracy report (`progress` as in predict_frame)."""
+def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None,
+                   tolerance: float | None = None) -> ValidationReport:
+    """Predict every row of a measured trace and return the accuracy report (`progress` and `tolerance`, how far
+    apart repeated runs of a case may read, as in predict_frame)."""
     if trace.empty:
         raise TraceError("the trace holds a header and no rows; nothing to validate")
-    pred = predict_frame(trace, model=model, progress=progress)
+    pred = predict_frame(trace, model=model, progress=progress, tolerance=tolerance)
     unusable = pred[LINE].isin(pred.attrs.get("measured_problems", ()))
     pred["measured_cycles"] = pd.to_numeric(pred["measured_cycles"], errors="coerce").where(~unusable)
     # a row not scored for its measurement says only that (predict's note adds the model's caveats)

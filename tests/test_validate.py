@@ -131,6 +131,20 @@ def test_repeats_are_found_whatever_the_spelling_and_without_valid_columns():
     assert rep.overall["repeats"] == 2 and rep.overall["n"] == 3
 
 
+def test_a_noisier_profiler_widens_what_counts_as_a_repeat(tmp_path):
+    trace = pd.DataFrame({"arch": "a2a3", "op": "TADD", "dtype": "f32", "rows": 64, "cols": 64,
+                          "measured_cycles": [160.0, 165.0]})
+    with pytest.raises(TraceError, match="conflicting duplicates"):  # 5 cycles apart (the files' noise: ±1 cycle)
+        validate_frame(trace)
+    rep = validate_frame(trace, tolerance=6)
+    assert rep.overall["n"] == 1 and rep.overall["repeats"] == 1
+    trace.to_csv(tmp_path / "t.csv", index=False)
+    r = run("validate", str(tmp_path / "t.csv"), "--repeat-tolerance", "6", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["overall"]["repeats"] == 1
+    r = run("fit", str(tmp_path / "t.csv"), "--repeat-tolerance", "-1", "--dry-run")
+    assert r.returncode == 2 and "repeat-tolerance" in r.stderr
+
+
 def test_strategies_are_paired_only_on_one_request_and_a_predicted_tie_is_each_pick_in_turn():
     # EQ and NE compares are two requests, whatever strategies they ran: no pair between them
     base = {"arch": "a2a3", "dtype": "f16", "rows": 16, "cols": 256}
