@@ -319,6 +319,15 @@ def test_estimates_name_the_parameter_table_its_digest_and_the_fit_behind_them(t
     assert set(pipe) == {"pipeline"} and Path(pipe["pipeline"]["table"]).name == "a5_pipeline_params.csv"
 
 
+def test_a_table_without_a5_rows_says_why_the_pipeline_prices_alone(tmp_path, monkeypatch):
+    table = tmp_path / "a2a3_only.csv"
+    lines = (ROOT / "data" / "formula_params.csv").read_text().splitlines()
+    table.write_text("\n".join(ln for ln in lines if ",a5," not in ln) + "\n")
+    monkeypatch.setenv("PTO_COST_PARAMS", str(table))
+    e = costmodel.estimate("TADD", "8x64", "f32", arch="a5", verify=False)
+    assert e.model == "pipeline" and any("the formula table in use has no A5 op rows" in n for n in e.notes)
+
+
 def test_a_table_refitted_in_place_is_read_again_and_named_by_its_new_digest(tmp_path, monkeypatch):
     """The notebook workflow: estimate, refit the table in place, estimate again — the cycles and the digest both
     come from the new table."""

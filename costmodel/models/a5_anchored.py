@@ -205,7 +205,9 @@ class AnchoredPipeline:
         if not self.anchors:
             self.name, self.source = self.pipeline.name, ""
             self.source_note = (f"the pipeline simulation alone: no measured op of {plan.request.dtype.name} takes "
-                                "these tiles in this loop form to anchor it")
+                                "these tiles in this loop form to anchor it" if _measured_ops(self.table) else
+                                "the pipeline simulation alone: the formula table in use has no A5 op rows to anchor "
+                                "it (a table fitted on A2/A3 traces only, or cut short?)")
             self.group_note = self.source_note
             return cycles, ()
         self.name, self.source = "anchored", "anchors"
