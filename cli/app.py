@@ -462,6 +462,8 @@ def validate(
                           "plot": plot or None})
     else:
         render.validation_text(rep, measured)
+        render.console().print(render.plain("parameters: " + ", ".join(
+            f"{kind} {Path(t['table']).name} @{t['sha256']}" for kind, t in tables.items())), highlight=False)
         if plot:
             render.console().print(f"wrote {plot}: predicted against measured, and residuals", highlight=False)
 

@@ -78,6 +78,8 @@ def test_validate_command_json_plot_and_exit_codes(tmp_path):
     assert json.loads(run("validate", str(tmp_path / "m.csv"), "--json").stdout)["plot"] is None  # listed, empty
     r = run("validate", str(tmp_path / "m.csv"), "--plot", str(tmp_path / "w.svg"))
     assert r.returncode == 0 and f"wrote {tmp_path / 'w.svg'}" in " ".join(r.stdout.split())
+    digest = doc["parameters"]["formula"]["sha256"]  # ... and the text names them too
+    assert f"parameters: formula formula_params.csv @{digest}" in " ".join(r.stdout.split())
     CASES.to_csv(tmp_path / "cases.csv", index=False)
     r = run("validate", str(tmp_path / "cases.csv"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "measured_cycles" in r.stderr
