@@ -332,7 +332,7 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
     written (with `dry_run`, what would be)."""
     from rich.table import Table
 
-    from fit.traces import LINE, row_where
+    from fit.traces import LINE, ROW_UNIT, row_where
 
     con = console()
     if run.problems:
@@ -383,7 +383,7 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
                 shape = f"{r.get('rows')}x{r.get('cols')}" + (f" valid {r.get('valid_rows')}x{r.get('valid_cols')}"
                                                             if (r.get('valid_rows'), r.get('valid_cols')) != (r.get('rows'), r.get('cols')) else "")
                 dst = f"->{r['dst_dtype']}" if r.get("dst_dtype") else ""
-                where = row_where({**r, LINE: r["line"]}, len(run.traces) > 1)
+                where = row_where({**r, LINE: r["line"], ROW_UNIT: r.get("unit")}, len(run.traces) > 1)
                 extra = f" [{r['extra']}]" if r.get("extra") else ""
                 con.print(plain(f"  {where}: {r['op']} {r['dtype']}{dst} {shape}{extra} {r.get('vf_impl_kind', '') or ''} "
                                 f"measured {r['measured']:g}, predicted {r['predicted']:g} ({r['error_pct']:+.1f} %)"))

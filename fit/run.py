@@ -34,7 +34,7 @@ def outliers(frame: pd.DataFrame, predicted: np.ndarray, *, floor: float = 5.0) 
     bad = np.abs(err) > max(3 * sigma, floor)
     cols = [c for c in ("trace", LINE, ROW_UNIT, "op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols",
                         "vf_impl_kind", "extra") if c in frame]
-    out = frame.loc[bad, cols].rename(columns={LINE: "line"})
+    out = frame.loc[bad, cols].rename(columns={LINE: "line", ROW_UNIT: "unit"})  # unit: line, or a Parquet row
     out["measured"] = meas[bad]
     out["predicted"] = np.round(np.asarray(predicted, float)[bad], 1)
     out["error_pct"] = np.round(err[bad], 1)

@@ -84,6 +84,11 @@ def test_outliers_flag_a_planted_row():
                           "measured_cycles": meas})
     out = outliers(frame, pred)
     assert list(out["line"]) == [9]
+    # where rows of a Parquet trace are counted, the unit is a public column, not the internal one
+    from fit.traces import ROW_UNIT
+
+    out = outliers(frame.assign(**{ROW_UNIT: "row"}), pred)
+    assert list(out["unit"]) == ["row"] and not [c for c in out if c.startswith("_")]
 
 
 def _synthetic_a2a3_trace(tmp_path):
