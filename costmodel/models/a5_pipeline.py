@@ -146,12 +146,12 @@ class PipelineModel:
 
     @property
     def _cache(self) -> dict:
-        """Simulated cycles by (signature, trips, mode): see `_caches`."""
+        """Simulated cycles by (signature, trips, mode): the model's own, or the process's (`_shared_caches`)."""
         return (self._own or _shared_caches(shipped()))[0]
 
     @property
     def _clips(self) -> dict:
-        """Clips by signature: see `_caches`."""
+        """Clips by signature: the model's own, or the process's (`_shared_caches`)."""
         return (self._own or _shared_caches(shipped()))[1]
 
     # ----------------------------------------------------------------------------------------------------
