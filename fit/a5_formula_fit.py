@@ -420,8 +420,9 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
               cv, lambda s, m=measured: src if s in m else f"{src}; body measured in {', '.join(sorted(m))} only", idx)
         label = _readable(member, True) + ("" if body == member else f" (curve {_readable(body)})")
         first = {**key, "strategy": sorted(measured)[0]}
-        report.append({"parameter": f"{label}, smooth, all forms:", "n_obs": n, "cv_mape": cv,
-                       "stderr": smooth.stderrs(first)["p1"], **smooth.params(first)[0]})
+        se = smooth.stderrs(first)
+        report.append({"parameter": f"{label}, smooth, all forms:", "n_obs": n, "cv_mape": cv, "stderr": se["p1"],
+                       **smooth.params(first)[0], **{f"se_{t}": se.get(t) for t in fm.P_TERMS}})
     # an op nobody measured falls back to the body that measured ops doing the same work per chunk share (their
     # deviations left out): leave-one-op-out, such a body predicts each pooled op within 0.9-2.6 % MAPE
     bodies: dict[str, tuple[int, dict]] = {}

@@ -128,7 +128,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "value_label": "p1 (per chunk)",
                              "legend": "coefficients: p0 per program, p1 per chunk, p2 per row of a 2D program whose "
                                        "rows hold one chunk, p3 per row and p4 per chunk of one whose rows hold more, "
-                                       "p5 a one-chunk 1D program; the ± is p1's",
+                                       "p5 a one-chunk 1D program, each ± its standard error; the ± column is p1's",
                              "cv": summary(fit.cv_predictions, y), "validation": "cross-validated",
                              "fitted_rows": len(y), "notes": notes,
                              "accuracy": _accuracy_label(a5, k, group_by),
@@ -162,12 +162,18 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
 
 
 def _a5_report(report: pd.DataFrame) -> pd.DataFrame:
-    """One report row per fitted key: its nonzero coefficients `p0..p5` in the parameter column, p1 as the value."""
+    """One report row per fitted key: its nonzero coefficients `p0..p5` in the parameter column, each ± its standard
+    error where the fit gives one (a coefficient whose error is 0 sits at a bound of the fit), p1 as the value."""
     from costmodel.models.a5_formula import P_TERMS
+
+    def coeff(r: dict, t: str) -> str:
+        se = r.get(f"se_{t}")
+        said = "" if se is None or se != se else " (at a bound)" if se == 0 else f"±{se:.2g}"
+        return f"{t}={r.get(t, 0.0):.3g}{said}"
 
     rows = []
     for r in report.to_dict("records"):
-        coeffs = " ".join(f"{t}={r.get(t, 0.0):.3g}" for t in P_TERMS if abs(r.get(t, 0.0)) >= 5e-4)
+        coeffs = " ".join(coeff(r, t) for t in P_TERMS if abs(r.get(t, 0.0)) >= 5e-4)
         rows.append({"parameter": f"{r['parameter']}  {coeffs}", "value": r["p1"], "stderr": r.get("stderr"),
                      "n_obs": r["n_obs"], "cv_mape": r["cv_mape"]})
     return pd.DataFrame(rows)

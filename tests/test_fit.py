@@ -934,6 +934,9 @@ def test_a5_fit_records_the_measured_extent_and_estimates_beyond_it_say_so(tmp_p
     r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(table)], capture_output=True,
                        text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
+    # the report gives each coefficient its standard error, not p1's alone
+    label = next(ln for ln in r.stdout.splitlines() if "p0=" in ln)
+    assert re.search(r"p0=[-\d.e+]+±[\d.e+-]+", label), label
     from costmodel.models.params import read_table
 
     extent = {(row.strategy, row.term): row.value for row in read_table(table).rows
