@@ -249,17 +249,22 @@ def monotone_floor(path: Path, k: int) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--k", type=int, default=5)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--k", type=int, default=5, help="folds of the cross-validation, grouped by tile shape (default 5)")
     ap.add_argument("--no-nested", action="store_true", help="skip the nested cross-validation (about 2 minutes)")
     ap.add_argument("--seeds", type=int, default=1,
                     help="also repeat the shape-grouped CV on this many fold assignments (about 40 s each for A5)")
+    ap.add_argument("--a5", metavar="TRACE", help=f"an A5 trace of your own (default: {MEASURED}/a5_vf_cycles.csv)")
+    ap.add_argument("--a2a3", metavar="TRACE", help=f"an A2/A3 trace of your own (default: {MEASURED}/a2a3_cycles.csv)")
     args = ap.parse_args()
-    if not MEASURED.is_dir():
+    given = {"a5": args.a5, "a2a3": args.a2a3}
+    if not MEASURED.is_dir() and not any(given.values()):
         print(f"skipped: {MEASURED} is not present")
         return 0
     for arch, name in (("a5", "a5_vf_cycles.csv"), ("a2a3", "a2a3_cycles.csv")):
-        path = MEASURED / name
+        if any(given.values()) and not given[arch]:
+            continue  # only the traces given
+        path = Path(given[arch]) if given[arch] else MEASURED / name
         if path.exists():
             run(arch, path, args.k)
             if args.seeds > 1:
