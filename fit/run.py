@@ -148,7 +148,6 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         run.pipeline = pfit
         pred = predict_rows(cases, pfit.uarch)
         flagged = [f"{n}: {why}" for n, why in pfit.flags().items()]
-
         profile = ", ".join(f"{w}: {c:.3f}" for w, c in sorted(pfit.window_profile.items()))
         run.sections.append({"arch": "a5", "model": "pipeline", "selection": pd.DataFrame(),
                              "choice": f"window {pfit.uarch.window} (loss by window {profile})",
@@ -163,7 +162,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
 
 def _a5_report(report: pd.DataFrame) -> pd.DataFrame:
     """One report row per fitted key: its nonzero coefficients `p0..p5` in the parameter column, each ± its standard
-    error where the fit gives one (a coefficient whose error is 0 sits at a bound of the fit), p1 as the value."""
+    error where the fit gives one (0: every parameter it sums sits at a bound of the fit), p1 as the value."""
     from costmodel.models.a5_formula import P_TERMS
 
     def coeff(r: dict, t: str) -> str:
