@@ -355,9 +355,10 @@ def average_repeats(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 
 def measured_keys(df: pd.DataFrame) -> pd.Series:
-    """Return a label per row that two rows share when they measure the same thing: the request each builds (so
-    `ON` and `on`, `fp32` and `float32`, `CAST_RINT` and `rint` agree), or, for a row no request can be built from,
-    its key columns as text."""
+    """Return a label per row that two rows share when they measure the same thing: the request each builds and the
+    loop its strategy emits (so `ON` and `on`, `fp32` and `float32`, `CAST_RINT` and `rint` agree, and so do an A5
+    VFIMPL_DEFAULT and the kind it dispatches to, or a blank strategy and the default named), or, for a row no
+    request can be built from, its key columns as text."""
     from costmodel.errors import PtoCostError
 
     if df.empty:
@@ -368,11 +369,24 @@ def measured_keys(df: pd.DataFrame) -> pd.Series:
     label: dict[str, Any] = {}
     for text, row in zip(cells[first], df.loc[first].to_dict("records")):  # one request per distinct spelling
         try:
-            label[text] = trace_request(row)[0]
+            label[text] = _case_of(trace_request(row)[0])
         except (PtoCostError, ValueError):
             label[text] = text
     ids = {k: i for i, k in enumerate(dict.fromkeys(label.values()))}
     return cells.map(lambda t: ids[label[t]])
+
+
+def _case_of(req) -> tuple:
+    """What a measured run of `req` ran: the request without the strategy it names or the VF kind it asks for, and the
+    strategy those resolve to (the request itself where they resolve to none)."""
+    from costmodel import lower
+    from costmodel.errors import PtoCostError
+
+    try:
+        strategy = lower.resolve_strategy(req)[0]
+    except PtoCostError:
+        return (req,)
+    return (req.op, req.arch, req.tiles, tuple(p for p in req.params if p[0] != "vf_impl_kind"), strategy)
 
 
 def request_keys(df: pd.DataFrame) -> pd.Series:

@@ -9,7 +9,7 @@ from hypothesis import given, strategies as st
 from costmodel.errors import ParamError, TraceError
 from costmodel.operands import make_request
 from fit.predict import predict_frame
-from fit.traces import LINE, check_trace, parse_extra, read_trace, request_kwargs, trace_request, trace_wording
+from fit.traces import LINE, average_repeats, check_trace, parse_extra, read_trace, request_kwargs, trace_request, trace_wording
 
 HEADER = "arch,op,dtype,dst_dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles\n"
 
@@ -67,6 +67,19 @@ def test_duplicates_are_the_same_request_however_spelled(tmp_path):
     good, problems = check_trace(read_trace(p))
     assert list(good[LINE]) == [4, 5, 6]
     assert [p.line for p in problems] == [2, 3] and all("conflicting duplicates (lines 2, 3)" in p.message for p in problems)
+
+
+def test_runs_that_emit_the_same_loop_are_one_case(tmp_path):
+    # VFIMPL_DEFAULT on a contiguous 1x640 TADD dispatches to 1d-post-update: the same program as asking for it, so
+    # the two runs are one case (7 cycles apart: a conflict); the no-post-update run is another loop, another case
+    header = "arch,op,dtype,rows,cols,vf_impl_kind,strategy,measured_cycles\n"
+    p = write(tmp_path, "a5,TADD,f32,1,640,VFIMPL_DEFAULT,,67\na5,TADD,f32,1,640,VFIMPL_1D_POST_UPDATE,,60\n"
+                        "a5,TADD,f32,1,640,VFIMPL_1D_NO_POST_UPDATE,,61\n"
+                        "a2a3,TMINS,f16,64,64,,,55\na2a3,TMINS,f16,64,64,,2LNormRowRpt,56\n", header)
+    good, problems = check_trace(read_trace(p))
+    assert sorted({p.line for p in problems}) == [2, 3] and list(good[LINE]) == [4, 5, 6]
+    # ... and a blank A2/A3 strategy and the default named are one case too: repeats, averaged
+    assert average_repeats(good)[1] == 1
 
 
 def test_a_column_named_line_is_the_callers_data(tmp_path):
