@@ -358,7 +358,9 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
             con.print(f"  [yellow]{sec.get('note_label', 'skipped')}[/] {plain(note)}")
         if sec.get("kept"):
             con.print(f"  kept {plain(sec['kept'])}")
-        t = Table(title=f"{sec['arch']} {sec['model']} parameters (rows with observations)")
+        held = [h for h in (written.held if written else ()) if h["arch"] == sec["arch"] and sec["model"] == "formula"]
+        kept = f"; {len(held)} key(s) not written, the table's values kept: see the notes below" if held else ""
+        t = Table(title=f"{sec['arch']} {sec['model']} parameters (rows with observations{kept})")
         for col in ("parameter", sec.get("value_label", "value"), "± stderr", "n", "CV MAPE %"):
             t.add_column(col, justify="left" if col == "parameter" else "right")
         rep = sec["report"]

@@ -494,6 +494,18 @@ def test_a_partial_trace_refines_the_table_instead_of_replacing_it(tmp_path):
     assert merge_rows([], [row("TADD", 1.0, 0)])[1] == 0
 
 
+def test_the_fit_report_says_which_keys_it_printed_but_did_not_write(tmp_path):
+    trace = tmp_path / "few.csv"
+    trace.write_text("arch,op,dtype,rows,cols,vf_impl_kind,measured_cycles\n"
+                     + "".join(f"a5,TADD,f32,1,{c},VFIMPL_1D_NO_POST_UPDATE,{m}\n" for c, m in ((64, 56), (640, 61),
+                                                                                             (1280, 71))))
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(tmp_path / "p.csv"), "--dry-run"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    out = " ".join(r.stdout.split())
+    assert "1 key(s) not written, the table's values kept" in out and "a5 TADD f32: kept the table's values" in out
+
+
 def test_few_observations_of_an_op_do_not_replace_its_better_measured_rows(tmp_path):
     """Two rows cannot pin a curve of three coefficients: the table's key stays, and the write says so; four rows,
     or as many as the table had, replace it."""
