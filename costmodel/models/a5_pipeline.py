@@ -140,19 +140,24 @@ class PipelineModel:
 
     def __init__(self, uarch: A5Uarch | None = None):
         self.uarch = uarch
-        self._own = None if uarch is None else ({}, {})
+        # (simulated cycles by (signature, trips, mode), clips by signature): the model's own for parameters given,
+        # else the process's (`_shared_caches`), looked up once, on first use, so a hit costs no file check
+        self._caches: tuple[dict, dict] | None = None if uarch is None else ({}, {})
         self._tpl_cache: dict = {}
         self._records: dict = {}  # recorded traces (~250 kB each) stay with the model that asked for them
 
+    def _pair(self) -> tuple[dict, dict]:
+        if self._caches is None:
+            self._caches = _shared_caches(shipped())
+        return self._caches
+
     @property
     def _cache(self) -> dict:
-        """Simulated cycles by (signature, trips, mode): the model's own, or the process's (`_shared_caches`)."""
-        return (self._own or _shared_caches(shipped()))[0]
+        return self._pair()[0]
 
     @property
     def _clips(self) -> dict:
-        """Clips by signature: the model's own, or the process's (`_shared_caches`)."""
-        return (self._own or _shared_caches(shipped()))[1]
+        return self._pair()[1]
 
     # ----------------------------------------------------------------------------------------------------
     @property
