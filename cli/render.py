@@ -402,6 +402,8 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
             con.print(plain(f"note: {held['message']}"))
         if written.dropped:
             con.print(plain(f"note: {written.dropped_note()}"))
+        if written.old_forms:
+            con.print(plain(f"note: {written.old_forms_note()}"))
     if dry_run:
         if run.pipeline is not None and pipeline_output:
             con.print(plain(f"dry run: nothing written; it would write the A5 pipeline parameters to {pipeline_output}"))

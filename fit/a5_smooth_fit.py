@@ -137,7 +137,9 @@ def body_dtype(key: dict[str, str]) -> str:
 
 @dataclass(frozen=True)
 class SmoothFit:
-    """Fitted values: the dispatch bound per 1D/2D shape (d0..d3), a start offset per loop form, per body
+    """Fitted values: the dispatch bound per 1D/2D shape (d0..d3), a start offset per loop form (a form of a fitted
+    shape no row measured: its prior, where the fit's penalty would hold it, so a trace of some forms still prices
+    its ops in all four, from one fit), per body
     (a, p, r, mr, mc, f), per op body its deviation from the shared body (da, dp), the sharpness q, and the address
     bound's a0, al, as; with `cov`, the covariance of the fitted parameters (named `names`, as `terms` names them)."""
 
@@ -333,7 +335,8 @@ def fit_smooth(rows, idx: np.ndarray, stderr: bool = False) -> SmoothFit:
              + [f"{t}|{b}" for t in BODY_TERMS for b in bodies] + [f"{t}|{m}" for t in MEMBER_TERMS for m in members]
              + list(ADDRESS_TERMS) + ["fg", "lq"])
     return SmoothFit({d: dict(zip(DISPATCH_TERMS, map(float, Dv[:, j]))) for j, d in enumerate(dims)},
-                     {s: float(off[j]) for j, s in enumerate(strategies)},
+                     {**{s: v for s, v in OFFSET_PRIOR.items() if s[:2] in dims},
+                      **{s: float(off[j]) for j, s in enumerate(strategies)}},
                      {b: dict(zip(BODY_TERMS, map(float, B[:, j]))) for j, b in enumerate(bodies)},
                      float(np.exp(lq)),
                      {m: dict(zip(MEMBER_TERMS, map(float, M[:, j]))) for j, m in enumerate(members)},

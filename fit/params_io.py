@@ -32,6 +32,14 @@ class Written:
     kept: int
     held: tuple[dict, ...] = ()  # op keys or classes whose better-measured table rows this fit's few did not replace
     dropped: tuple[ParamRow, ...] = ()  # old rows the fit's own rows made stale (`merge_rows`)
+    old_forms: tuple[str, ...] = ()  # "a5 TMINS f32 2d-post-update": loop forms of refitted keys left as they were
+
+    def old_forms_note(self) -> str:
+        """Say which loop forms of refitted A5 keys keep the old table's values ("" when none)."""
+        if not self.old_forms:
+            return ""
+        return (f"{len(self.old_forms)} loop form(s) of refitted keys kept from the table, as this trace measures no "
+                f"program of their 1D/2D shape: {', '.join(self.old_forms[:6])}{', ...' if len(self.old_forms) > 6 else ''}")
 
     def dropped_note(self) -> str:
         """Say which old rows the write removes and why ("" when none)."""
@@ -169,9 +177,9 @@ def _reach(most: dict[str, float]) -> str:
             + (f" in {rows} row{'s' if rows != 1 else ''}" if "max_rows" in most else ""))
 
 
-def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow], int, list[ParamRow]]:
+def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow], int, list[ParamRow], list[str]]:
     """Return (the merged rows, how many of `old` were kept in the (arch, form) groups `new` covers, the old rows
-    removed as stale): each new row
+    removed as stale, the loop forms of replaced A5 keys the fit wrote nothing for, whose old rows stay): each new row
     replaces the old row of its key (arch, form, scope, name, types, strategy, variant, term) where `replaces` or,
     for the rows of one op key or class, `own_verdicts` says so; old rows of keys the fit did not write (another
     op's, another class's) stay. So a partial trace refines a table instead of replacing it. Rows are grouped by
@@ -201,7 +209,13 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow]
     fresh = {id(r) for r in new}
     groups = {(r.arch, r.form) for r in new}
     kept = sum(id(r) not in fresh and (r.arch, r.form) in groups for r in merged)
-    return sorted(merged, key=lambda r: (r.arch, r.form)), kept, dropped
+    # a fit measuring only 1D (or 2D) programs of a key cannot price its other shape of loop (no dispatch bound for
+    # it): those forms keep the old fit's values, complete per form (each row set carries its own bounds and q)
+    replaced = {_group(r) for r in new if r.scope == "op" and by_key.get(_key(r)) is r}
+    old_forms = sorted({" ".join(x for x in (r.arch, r.name, r.dtype, f"-> {r.dst_dtype}" if r.dst_dtype else "",
+                                             r.op_params, r.strategy) if x)
+                        for r in merged if r.scope == "op" and id(r) not in fresh and _group(r) in replaced})
+    return sorted(merged, key=lambda r: (r.arch, r.form)), kept, dropped, old_forms
 
 
 def check_params_path(path: str | os.PathLike, *, pipeline: bool = False) -> None:
@@ -249,9 +263,9 @@ def planned_table(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool 
     from costmodel.models.params import shipped
 
     target = Path(path)
-    fresh, kept, held, dropped = {id(r) for r in rows}, 0, (), []
+    fresh, kept, held, dropped, old_forms = {id(r) for r in rows}, 0, (), [], []
     if merge:
         old = (read_table(target) if target.exists() else shipped()).rows
         held = held_keys(old, rows)
-        rows, kept, dropped = merge_rows(old, rows)
-    return rows, Written(len(rows), sum(id(r) in fresh for r in rows), kept, held, tuple(dropped))
+        rows, kept, dropped, old_forms = merge_rows(old, rows)
+    return rows, Written(len(rows), sum(id(r) in fresh for r in rows), kept, held, tuple(dropped), tuple(old_forms))

@@ -215,6 +215,16 @@ def test_a5_smooth_fit_recovers_a_shared_body_across_loop_forms():
     assert got is not None
     want, _ = fm.cycles({"p0": 45.0, "p1": 1.1}, {**truth_d["1d-post-update"], "q": 8.0}, 40.0, 1.0, "1d")
     assert abs(float(fm.cycles(*got, 40.0, 1.0, "1d")[0]) - float(want)) / float(want) < 0.03
+    # the loop forms no row measured are priced by the same fit, their start offset at its prior (costmodel.md §7):
+    # a trace of some forms must not leave an op's other forms to an older table
+    from fit.a5_smooth_fit import OFFSET_PRIOR
+
+    tadd = {"name": "TADD", "dtype": "f32", "dst_dtype": "", "op_params": ""}
+    for unmeasured, measured in (("2d-post-update", "2d-no-post-update"), ("1d-no-post-update", "1d-post-update")):
+        p_u, d_u = fit.params({**tadd, "strategy": unmeasured})
+        p_m, d_m = fit.params({**tadd, "strategy": measured})
+        assert p_u["p0"] - p_m["p0"] == pytest.approx(OFFSET_PRIOR[unmeasured] - fit.offset[measured])
+        assert d_u["d0"] - d_m["d0"] == pytest.approx(p_u["p0"] - p_m["p0"]) and p_u["p1"] == p_m["p1"]
     # written to a table, an unmeasured dtype of a measured op (TMINS f16) falls back to its family: the op's
     # measured body with its own dispatch bound and q, in every loop form
     from costmodel.models.params import ParamTable
@@ -559,10 +569,13 @@ def test_a_fit_moves_no_coefficients_it_did_not_write(tmp_path):
                   row("vadds", 0.0, 0, "per_repeat", "*", "intrinsic", "*", "a2a3"),
                   row("vadds", 1.0, 3, "per_repeat", "*", "intrinsic", "f32", "a2a3"),
                   row("vadds", 2.0, 1, "per_repeat", "*", "intrinsic", "i32", "a2a3")], path, merge=False)
-    write_params([row("TADD", 0.9, 6, "p1", "1d-post-update"), row("TADD", 40.0, 4, "max_chunks"),
-                  row("vadds", 5.0, 2, "per_repeat", "*", "intrinsic", "*", "a2a3")], path)
+    written = write_params([row("TADD", 0.9, 6, "p1", "1d-post-update"), row("TADD", 40.0, 4, "max_chunks"),
+                            row("vadds", 5.0, 2, "per_repeat", "*", "intrinsic", "*", "a2a3")], path)
     got = {(r.name, r.strategy, r.dtype, r.term): r.value for r in read_table(path).rows}
     assert got[("TADD", "2d-post-update", "f32", "p1")] == 1.0
+    # ... and the report says that form of the refitted key is the old table's
+    assert written.old_forms == ("a5 TADD f32 2d-post-update",)
+    assert written.old_forms_note().startswith("1 loop form(s) of refitted keys kept from the table")
     assert got[("TADD", "2d-post-update", "f32", "max_chunks")] == 10.0
     assert got[("TADD", "1d-post-update", "f32", "p1")] == 0.9
     assert {k[2]: v for k, v in got.items() if k[0] == "vadds"} == {"*": 0.0, "f32": 1.0, "i32": 2.0}
@@ -887,7 +900,7 @@ def test_a_refitted_class_replaces_its_per_dtype_rows_and_repeats_are_one_observ
     def row(dtype, value, n, term="head"):
         return ParamRow("a2a3", "intrinsic", "intrinsic", "vadd", dtype, "", "*", "", term, value, None, n, None, "t")
 
-    merged, _, dropped = merge_rows([row("f32", 1.0, 1), row("i32", 2.0, 1), row("*", 3.0, 2),
+    merged, _, dropped, _ = merge_rows([row("f32", 1.0, 1), row("i32", 2.0, 1), row("*", 3.0, 2),
                                      row("f32", 4.0, 1, "tail")], [row("*", 30.0, 3)])
     assert {(r.dtype, r.term): r.value for r in merged} == {("*", "head"): 30.0, ("f32", "tail"): 4.0}
     assert sorted(r.dtype for r in dropped) == ["f32", "i32"]  # ... and says which, for the fit report
