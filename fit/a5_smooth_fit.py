@@ -152,6 +152,7 @@ class SmoothFit:
     flat: float = 0.0  # the one-chunk 1D program's shared term (FLAT_NOTE), taken by the keys of `takes_shared_flat`
     names: tuple[str, ...] = ()
     cov: np.ndarray | None = field(default=None, compare=False)
+    at_bound: frozenset[str] = frozenset()  # fitted parameters (`terms` names) that ended on a bound of the fit
 
     def terms(self, key: dict[str, str]) -> dict[str, dict[str, float]]:
         """Return each coefficient of a key's bounds (P p0..p5, D d0..d3, the address bound's a0 and ac where the
@@ -206,6 +207,16 @@ class SmoothFit:
         var = float(g @ self.cov @ g)
         return float(np.sqrt(var)) if var > 0 else None
 
+    def bounded(self, key: dict[str, str]) -> dict[str, bool]:
+        """Return, per coefficient of a key (`terms`) that sums a parameter ending on a bound of the fit, whether every
+        parameter it sums does (True) or some (False): its standard error then says nothing of that part."""
+        out = {}
+        for t, ws in self.terms(key).items():
+            hit = [n in self.at_bound for n, w in ws.items() if w and n in self.names]
+            if any(hit):
+                out[t] = all(hit)
+        return out
+
     def stderrs(self, key: dict[str, str]) -> dict[str, float | None]:
         """Return the standard error of every coefficient `params` gives a key, and of q."""
         se_lq = self.stderr({"lq": 1.0})
@@ -228,6 +239,17 @@ def covariance(sol, n: int) -> np.ndarray | None:
     cov = np.zeros((J.shape[1], J.shape[1]))
     cov[np.ix_(free, free)] = float(np.sum(sol.fun[:n] ** 2)) / dof * inv
     return cov
+
+
+def pressed_on_bound(sol, lo: np.ndarray, hi: np.ndarray, near: float = 1e-3) -> np.ndarray:
+    """Return a mask of the parameters of a bounded least-squares solution held by a bound: on it (`active_mask`), or
+    within `near` of the bound's size (at least 1) from it with the cost still falling outward (the trust-region
+    solver stops a hair inside a bound: a TADD-only fit's shared flat term ended at -19.986 of its -20 floor)."""
+    def close(bound):
+        return near * np.maximum(1.0, np.abs(bound))
+
+    return ((sol.active_mask != 0) | ((sol.x - lo <= close(lo)) & (sol.grad > 0))
+            | ((hi - sol.x <= close(hi)) & (sol.grad < 0)))
 
 
 def fit_smooth(rows, idx: np.ndarray, stderr: bool = False) -> SmoothFit:
@@ -341,7 +363,8 @@ def fit_smooth(rows, idx: np.ndarray, stderr: bool = False) -> SmoothFit:
                      float(np.exp(lq)),
                      {m: dict(zip(MEMBER_TERMS, map(float, M[:, j]))) for j, m in enumerate(members)},
                      dict(zip(ADDRESS_TERMS, map(float, Ad))) if addressed.any() else {}, float(fg) if fg_on else 0.0,
-                     tuple(names), covariance(sol, n) if stderr else None)
+                     tuple(names), covariance(sol, n) if stderr else None,
+                     frozenset(n for n, held in zip(names, pressed_on_bound(sol, lo, hi)) if held))
 
 
 def predict_smooth(fit: SmoothFit, rows, idx: np.ndarray) -> np.ndarray:

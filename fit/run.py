@@ -128,7 +128,9 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "value_label": "p1 (per chunk)",
                              "legend": "coefficients: p0 per program, p1 per chunk, p2 per row of a 2D program whose "
                                        "rows hold one chunk, p3 per row and p4 per chunk of one whose rows hold more, "
-                                       "p5 a one-chunk 1D program, each ± its standard error; the ± column is p1's",
+                                       "p5 a one-chunk 1D program, each ± its standard error; the ± column is p1's; "
+                                       "(at a bound): the coefficient, or a part of it, ended on a limit the fit sets "
+                                       "(e.g. no negative per-chunk cost), so that value is the limit's, not the data's",
                              "cv": summary(fit.cv_predictions, y), "validation": "cross-validated",
                              "fitted_rows": len(y), "notes": notes,
                              "accuracy": _accuracy_label(a5, k, group_by),
@@ -162,12 +164,17 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
 
 def _a5_report(report: pd.DataFrame) -> pd.DataFrame:
     """One report row per fitted key: its nonzero coefficients `p0..p5` in the parameter column, each ± its standard
-    error where the fit gives one (0: every parameter it sums sits at a bound of the fit), p1 as the value."""
+    error where the fit gives one and marked where a parameter it sums ended on a bound of the fit (`SmoothFit.bounded`:
+    the value is then the bound's, not the data's), p1 as the value."""
     from costmodel.models.a5_formula import P_TERMS
 
     def coeff(r: dict, t: str) -> str:
-        se = r.get(f"se_{t}")
-        said = "" if se is None or se != se else " (at a bound)" if se == 0 else f"±{se:.2g}"
+        se, bound = r.get(f"se_{t}"), r.get(f"bound_{t}")
+        said = "" if bound is True or se is None or se != se else f"±{se:.2g}"
+        if bound is True:
+            said += " (at a bound)"
+        elif bound is False:
+            said += " (partly at a bound)"
         return f"{t}={r.get(t, 0.0):.3g}{said}"
 
     rows = []

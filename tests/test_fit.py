@@ -1058,3 +1058,28 @@ def test_an_a5_fit_whose_rows_all_sit_on_the_dispatch_bound_still_fits(tmp_path)
     r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(table)], capture_output=True,
                        text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-800:]
+
+
+def test_a_coefficient_held_by_a_bound_is_marked_in_the_report():
+    """A parameter the data push past a limit of the fit is held there (on it, or a hair inside where the solver
+    stops with the cost still falling outward); a parameter resting inside is not. A report coefficient summing such
+    a parameter says so: wholly or partly at a bound."""
+    from types import SimpleNamespace
+
+    from scipy.optimize import least_squares
+
+    from fit.a5_smooth_fit import pressed_on_bound
+    from fit.run import _a5_report
+
+    lo, hi = np.array([-20.0, -20.0]), np.array([20.0, 20.0])
+    sol = least_squares(lambda x: np.array([x[0] + 25.0, x[1] - 3.0]), np.zeros(2), bounds=(lo, hi))
+    assert sol.x[0] == pytest.approx(-20.0, abs=0.05) and list(pressed_on_bound(sol, lo, hi)) == [True, False]
+    inside = SimpleNamespace(x=np.array([-19.99, -19.99]), grad=np.array([0.5, -0.5]), active_mask=np.zeros(2))
+    assert list(pressed_on_bound(inside, lo, hi)) == [True, False]  # the second's cost rises outward: it rests there
+    report = pd.DataFrame([{"parameter": "TADD f32", "p0": 50.0, "p1": 1.1, "p5": -20.0, "se_p0": 5.0, "se_p1": 0.3,
+                            "se_p5": 270.0, "bound_p5": False, "stderr": 0.3, "n_obs": 31, "cv_mape": 1.2},
+                           {"parameter": "TCVT", "p0": 60.0, "p1": 0.0005, "se_p0": 2.0, "bound_p1": True,
+                            "stderr": None, "n_obs": 9, "cv_mape": 3.0}])
+    text = list(_a5_report(report)["parameter"])
+    assert "p5=-20±2.7e+02 (partly at a bound)" in text[0] and "p0=50±5 p1=1.1±0.3 " in text[0]
+    assert text[1].endswith("p1=0.0005 (at a bound)")
