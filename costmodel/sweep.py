@@ -30,7 +30,7 @@ from .vector.frame import SHAPE_COLUMNS, Frame
 from .vector.frame import asked as _asked
 from .vector.frame import groups as _groups
 from .vector.frame import runs as _runs
-from .vector.output import Caveats, Entries, Results, assemble, concat
+from .vector.output import Caveats, Entries, Results, Why, assemble, concat
 
 REQUEST_COLUMNS = ("op", "dtype", "dst_dtype", "arch", "rows", "cols", "valid_rows", "valid_cols", "static_valid")
 PARAM_COLUMNS = ("scalar", "order", "cmp_mode", "src0_valid", "src1_valid", "expand_mode", "expanded", "idx_dtype", "in_place",
@@ -84,9 +84,9 @@ class Models:
         return got
 
 
-def lower_key(values: dict[str, Any]) -> tuple[dict[str, Any], str, str, tuple[str, ...]]:
-    """Return ({strategy: plan} over every legal strategy, default strategy, "", the op's illegal strategies) for
-    one request, or ({}, "", the reason it cannot be lowered, ()): the per-request path's first half
+def lower_key(values: dict[str, Any]) -> tuple[dict[str, Any], str, str, dict[str, str]]:
+    """Return ({strategy: plan} over every legal strategy, default strategy, "", {the op's illegal strategies: why})
+    for one request, or ({}, "", the reason it cannot be lowered, {}): the per-request path's first half
     (`price_plans` the second), as `estimate` lowers it."""
     from . import lower
     from .errors import PtoCostError
@@ -100,9 +100,9 @@ def lower_key(values: dict[str, Any]) -> tuple[dict[str, Any], str, str, tuple[s
         for s in lower.legal_of(default, table):
             forced = req.with_strategy(s)
             plans[s] = lower.lower(forced, lower.resolve_strategy(forced)[0])
-        return plans, default, "", tuple(s for s, why in table.items() if why is not None)
+        return plans, default, "", {s: why for s, why in table.items() if why is not None}
     except PtoCostError as exc:
-        return {}, "", str(exc), ()
+        return {}, "", str(exc), {}
 
 
 def price_plans(plans: dict[str, Any], default: str, note: str,
@@ -200,7 +200,8 @@ def _evaluate(f: Frame, model: str, progress=None, vectorised: bool = True) -> R
             else:
                 notes = caveats(make, sh, block, models, tuple((k, str(v)) for k, v in values.items()))
                 entries.add(at, ask_codes[at], block.strategies, block.cycles[:, cov], block.legal[:, cov],
-                            block.default[cov], block.models, block.best[cov], block.dval[cov], notes.take(cov))
+                            block.default[cov], block.models, block.best[cov], block.dval[cov], notes.take(cov),
+                            why=Why(sh, cov, functools.partial(_why_illegal, make)), known=known)
             done += len(idx) - len(rest)
         if len(rest):
             if vectorised and values.get("arch") == "a5":
@@ -256,6 +257,17 @@ class _Reused:
 PER_REQUEST_BATCH = 512  # distinct requests lowered before they are priced (their plans held at once)
 
 
+def _why_illegal(make, shape: tuple[int, int, int, int], strategy: str) -> str | None:
+    """Return the lowering's reason a strategy is illegal at one shape of a group (None where it gives none)."""
+    from . import lower
+    from .errors import PtoCostError
+
+    try:
+        return lower.strategies(make(*shape))[1].get(strategy)
+    except PtoCostError:
+        return None
+
+
 def _strategy_names(make) -> tuple[str, ...]:
     """Every strategy of the group's op (legal or not) at the representative shape, () where it has no request
     there: what a refused row's named strategy is spelled as, alike on both paths."""
@@ -305,7 +317,10 @@ def _per_request(values, idx, sh, ask_codes, entries: Entries, models: Models, p
                             np.full(m, names.index(default), dtype=np.int64),
                             tuple(table[s][1] for s in table) + ("",) * len(illegal),
                             caveats=Caveats(tuple(table[s][2] for s in table) + ("",),
-                                            np.minimum(np.arange(len(names)), n_legal)))
+                                            np.minimum(np.arange(len(names)), n_legal)),
+                            why=Why(tuple(np.repeat(v, m) for v in uniq[k]), slice(None),
+                                    lambda _, s, illegal=illegal: illegal.get(s)),
+                            known=known)
             done += len(rows)
             if progress is not None:
                 progress(done, total)

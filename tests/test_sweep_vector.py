@@ -1,5 +1,6 @@
 """Vectorised sweeps: closed forms == plan path, the pipeline path's batched simulation, the sweep contract."""
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -483,9 +484,17 @@ def test_named_strategies_match_case_insensitively_and_illegal_ones_say_what_is_
     assert out["strategy"].tolist() == ["2LNormRowRpt", "1LNorm", "2LNormColVLAlign", "nonsense"]
     assert out["cycles"].iloc[0] == estimate("TMINS", "64x64", "f16", strategy="2LNormRowRpt", verify=False).cycles
     assert out["cycles"].iloc[1:].isna().all()
-    assert out["note"].iloc[1] == ("strategy 1LNorm is not legal here (`pto-cost estimate` with it says why); legal: "
-                                   "2LNormRowRpt, 2LCount")
-    assert out["note"].iloc[3] == "unknown strategy 'nonsense' for this op and arch; legal: 2LNormRowRpt, 2LCount"
+    # an illegal one says why at that shape and lists the legal ones, as `estimate` refusing it does
+    for s, note in zip(("1LNorm", "2LNormColVLAlign"), out["note"].iloc[1:3]):
+        with pytest.raises(PtoCostError) as refused:
+            estimate("TMINS", "64x64", "f16", valid="64x60", strategy=s, verify=False)
+        reason, legal = re.fullmatch(rf"strategy {s} is illegal for this TMINS request: (.*); legal: (.*)",
+                                     str(refused.value)).groups()
+        assert note == f"strategy {s} is not legal here: {reason}; legal: {legal}"
+    assert out["note"].iloc[3] == f"unknown strategy 'nonsense' for this op and arch; legal: {legal}"
+    monkeypatch.undo()
+    slow = sweep(frame, vectorised=False)  # the per-request path words them alike
+    assert slow["note"].iloc[1:].tolist() == out["note"].iloc[1:].tolist()
     assert out["model"].iloc[0] == "formula" and (out["model"].iloc[1:] == "").all()  # no model priced them
     rpt, count = (estimate("TMINS", "64x64", "f16", valid="64x60", strategy=s, verify=False).cycles
                   for s in ("2LNormRowRpt", "2LCount"))

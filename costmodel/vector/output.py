@@ -32,6 +32,23 @@ class Strings:
 
 
 TEXT = ("strategy", "model", "best", "note")
+WHY_LIMIT = 256  # distinct shapes of one block's rows naming an illegal strategy that get their own reason
+
+
+@dataclass(frozen=True)
+class Why:
+    """Why a named strategy is illegal at a shape: `shapes` are a group's static rows and cols and valid rows and
+    cols (four arrays), of which `cols` (a slice or positions) are the rows of the table being added;
+    `reason(shape, strategy)` is the lowering's sentence for one shape (None: none given)."""
+
+    shapes: Any
+    cols: Any
+    reason: Any
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """Return the (4, n) shapes of the table's rows `positions`."""
+        at = np.arange(len(self.shapes[0]))[self.cols][positions]
+        return np.stack([np.asarray(a)[at] for a in self.shapes])
 
 
 @dataclass
@@ -135,10 +152,13 @@ class Entries:
 
     def add(self, rows, asked: np.ndarray, strategies: tuple[str, ...], cycles: np.ndarray, legal: np.ndarray,
             default: np.ndarray, models: tuple[str, ...], best: np.ndarray | None = None,
-            dval: np.ndarray | None = None, caveats: Caveats | None = None) -> None:
+            dval: np.ndarray | None = None, caveats: Caveats | None = None, why: Why | None = None,
+            known=None) -> None:
         """Entries of rows with a table: `cycles` and `legal` are (strategies, rows), `default` indexes strategies
         (and is legal); `rows` are the input rows (a slice or positions); `best` and `dval` as `vector.best_of`
-        fills them (computed here when not given); `caveats` the model's notes (none: every one "")."""
+        fills them (computed here when not given); `caveats` the model's notes (none: every one ""); `why` says why
+        a named strategy is illegal at a row's shape (without it, or past WHY_LIMIT shapes, the note points to
+        `estimate`); `known()` the op's strategies, the order a note lists the legal ones in (as `estimate` does)."""
         from . import best_of
 
         S, m = legal.shape
@@ -174,13 +194,24 @@ class Entries:
         bad = np.flatnonzero(single & ~ok)
         if len(bad):
             bits = (legal[:, bad] * (1 << np.arange(S))[:, None]).sum(axis=0)
-            combo = np.stack([asked[bad], bits, default[bad]], axis=1)
+            combo = np.stack([asked[bad], bits], axis=1)
             uniq, inv = np.unique(combo, axis=0, return_inverse=True)
+            shapes = why.at(bad).T if why is not None else None
+            shaped = shapes is not None and len(np.unique(shapes, axis=0)) <= WHY_LIMIT
+            if shaped:  # one note per (asked, legal set, shape)
+                combo = np.concatenate([combo, shapes], axis=1)
+                uniq, inv = np.unique(combo, axis=0, return_inverse=True)
             notes = []
-            for a, b, d in uniq.tolist():
-                names = [strategies[d]] + [s for i, s in enumerate(strategies) if b >> i & 1 and i != d]
-                said = (f"strategy {strategies[ask[a]]} is not legal here (`pto-cost estimate` with it says why)"
-                        if ask[a] >= 0 else f"unknown strategy {self.asked[a]!r} for this op and arch")
+            order = {s: i for i, s in enumerate(known() if known is not None else strategies)}
+            for a, b, *shape in uniq.tolist():
+                # the op's order, as `estimate` lists them: rows whose defaults differ share a note
+                names = sorted((s for i, s in enumerate(strategies) if b >> i & 1), key=lambda s: order.get(s, len(order)))
+                if ask[a] < 0:
+                    said = f"unknown strategy {self.asked[a]!r} for this op and arch"
+                else:
+                    reason = why.reason(tuple(shape), strategies[ask[a]]) if shaped else None
+                    said = f"strategy {strategies[ask[a]]} is not legal here" + (
+                        f": {reason}" if reason else " (`pto-cost estimate` with it says why)")
                 notes.append(self.strings.code(f"{said}; legal: {', '.join(names)}"))
             self._part(rows[bad], cycles=np.nan, strategy=self._spelled(strategies, ask)[asked[bad]], model=0,
                        default=False, best=best_code[bad], note=np.array(notes, dtype=np.int32)[inv.ravel()])
