@@ -182,7 +182,7 @@ def plan(
     timeline: Annotated[bool, typer.Option("--timeline", metavar="", help="A5: also print the pipeline model's cycle-by-cycle "
                                            "issue timeline (loops shown for their first iterations).")] = False,
     iterations: Annotated[Optional[int], typer.Option("--timeline-iterations", min=1, help="With --timeline or --chrome-trace (an error without them): iterations of each loop shown, default 2 (the timeline simulates at most 4 trips of a shape loop).")] = None,
-    chrome_trace: Annotated[Optional[str], typer.Option("--chrome-trace", metavar="PATH.json", help="A5: write the timeline's instructions (the iterations --timeline-iterations shows) as a Chrome trace-event file for chrome://tracing or ui.perfetto.dev: a track per unit (a pipelined unit's overlapping instructions on lanes: load0, load0 #2, ...), 1 us = 1 cycle.")] = None,
+    chrome_trace: Annotated[Optional[str], typer.Option("--chrome-trace", metavar="PATH.json", help="A5: write the instructions the timeline shows (as many iterations as --timeline-iterations) as a Chrome trace-event file for chrome://tracing or ui.perfetto.dev: a track per unit (a pipelined unit's overlapping instructions on lanes: load0, load0 #2, ...), 1 us = 1 cycle.")] = None,
     req: dict = None,
 ) -> None:
     """Print the plan (the intrinsic sequence or VF program) the implementation issues, like a disassembly."""

@@ -128,7 +128,8 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "value_label": "p1 (per chunk)",
                              "legend": "coefficients: p0 per program, p1 per chunk, p2 per row of a 2D program whose "
                                        "rows hold one chunk, p3 per row and p4 per chunk of one whose rows hold more, "
-                                       "p5 a one-chunk 1D program, each ± its standard error; the ± column is p1's; "
+                                       "p5 a one-chunk 1D program, each ± its standard error (! where it exceeds the "
+                                       "value); the ± column is p1's; "
                                        "(at a bound): the coefficient, or a part of it, ended on a limit the fit sets "
                                        "(e.g. no negative per-chunk cost), so that value is the limit's, not the data's",
                              "cv": summary(fit.cv_predictions, y), "validation": "cross-validated",
@@ -170,7 +171,8 @@ def _a5_report(report: pd.DataFrame) -> pd.DataFrame:
 
     def coeff(r: dict, t: str) -> str:
         se, bound = r.get(f"se_{t}"), r.get(f"bound_{t}")
-        said = "" if bound is True or se is None or se != se else f"±{se:.2g}"
+        said = "" if bound is True or se is None or se != se else f"±{se:.2g}" + (
+            " !" if abs(se) > abs(r.get(t, 0.0)) else "")
         if bound is True:
             said += " (at a bound)"
         elif bound is False:

@@ -446,11 +446,29 @@ def test_a_key_measured_in_another_loop_form_claims_no_typical_error():
     the error of its 1D rows; the measured form still quotes it."""
     import costmodel
 
-    est = costmodel.estimate("TMINS", "64x64", "f16", arch="a5", verify=False)
+    from costmodel.models.params import shipped
+
+    est = costmodel.estimate("TMINS", "256x64", "f16", arch="a5", verify=False)
     assert est.strategy.startswith("2d") and not any(n.startswith("typical error") for n in est.notes)
-    assert any("was measured in 1d-post-update only" in n and "extrapolated" in n for n in est.notes)
+    # ... naming how far its measured rows reached against this program's trips (64 f16 a row: one chunk)
+    most = shipped().lookup("a5", "vf", "op", "TMINS", "max_chunks", dtype="f16", strategy="1d-post-update")
+    (note,) = [n for n in est.notes if "was measured in 1d-post-update only" in n]
+    assert f"(up to {int(most.value)} chunks in 1 row)" in note
+    assert note.endswith(f"this {est.strategy} program of 256 chunks in 256 rows is extrapolated from that body")
     measured = costmodel.estimate("TMINS", "1x1280", "f16", arch="a5", verify=False)
-    assert any(n.startswith("typical error") for n in measured.notes)
+    n_obs = shipped().lookup("a5", "vf", "op", "TMINS", "p1", dtype="f16", strategy=measured.strategy).n_obs
+    (typical,) = [n for n in measured.notes if n.startswith("typical error")]
+    assert n_obs != 1 or "from the one measured TMINS f16 row" in typical and "weak guide" in typical
+
+
+def test_an_unmeasured_dtype_of_a_measured_op_names_the_dtype_that_prices_it():
+    """TADD bf16 has no rows: it is priced by the TADD family's parameters, fitted on the dtype measured most (f32),
+    and says so, not that TADD was never measured."""
+    import costmodel
+
+    est = costmodel.estimate("TADD", "64x64", "bf16", arch="a5", model="formula", verify=False)
+    assert "TADD bf16 was not measured: priced by the formula of TADD f32 (extrapolated across dtypes)" in est.notes
+    assert not any(n.startswith("TADD was not measured") for n in est.notes)
 
 
 def test_anchored_correction_is_shared_by_ops_on_the_same_tiles_but_never_anchors_an_op_on_itself(monkeypatch):

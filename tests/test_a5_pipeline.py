@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -359,11 +360,21 @@ def test_a_long_timeline_puts_several_cycles_in_a_column_so_every_row_has_its_ma
     r = PipelineModel().simulate(api.plan("TRECIP", (1, 8), "f32", "a5", precision="high_precision"))
     text = r.timeline(max_iterations=1).to_text()
     lines = text.splitlines()
-    assert "cycles (the digit counts columns)" in lines[0] and lines[1].startswith("bound by:")
-    width = len(lines[2].split()[-2])  # the scale row: [iters] dispatch issue done bound by unit SCALE instruction
-    charts = [ln[56:56 + width] for ln in lines[3:] if ln.startswith("[")]
-    assert len(charts) > 30 and all(set(c) <= set(".D=eE") and set(c) - {"."} for c in charts)
-    assert charts[-1].rstrip(".").endswith("E")  # the last store is inside the chart, not cut off
+    step, t0 = (int(x) for x in re.search(r"from cycle (\d+) .*each column (\d+) cycles", lines[0]).groups()[::-1])
+    assert step > 1 and lines[1].startswith("bound by:")
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("[iters]"))
+    ruler = lines[at].split()[-2]  # [iters] dispatch issue done bound by unit RULER instruction
+    width, start = len(ruler), lines[at].index(ruler)
+    # the line above writes each `|` column's first cycle there
+    labels = lines[at - 1][start:start + width]
+    marks = [c for c, ch in enumerate(ruler) if ch == "|"]
+    assert marks == list(range(0, width, 10)) and set(ruler) == {"|", "-"}
+    assert [int(m.group()) for m in re.finditer(r"\d+", labels)] == [t0 + c * step for c in marks][:len(labels.split())]
+    assert all(labels[m.start() - 1:m.start()] in ("", " ") and m.start() in marks for m in re.finditer(r"\d+", labels))
+    charts = [ln[start:start + width] for ln in lines[at + 1:] if ln.startswith("[")]
+    assert len(charts) > 30 and all(set(c) <= set(".D=eE*") and set(c) - {"."} for c in charts)
+    assert all(("D" in c) == ("E" in c) and ("D" in c) != ("*" in c) for c in charts)  # one column: `*`
+    assert charts[-1].rstrip(".")[-1] in "E*"  # the last store is inside the chart, not cut off
     assert not r.trace_clipped
     wide = PipelineModel().simulate(api.plan("TMINS", (8, 4096), "f16", "a5"))
     assert wide.trace_clipped

@@ -1081,5 +1081,5 @@ def test_a_coefficient_held_by_a_bound_is_marked_in_the_report():
                            {"parameter": "TCVT", "p0": 60.0, "p1": 0.0005, "se_p0": 2.0, "bound_p1": True,
                             "stderr": None, "n_obs": 9, "cv_mape": 3.0}])
     text = list(_a5_report(report)["parameter"])
-    assert "p5=-20±2.7e+02 (partly at a bound)" in text[0] and "p0=50±5 p1=1.1±0.3 " in text[0]
+    assert "p5=-20±2.7e+02 ! (partly at a bound)" in text[0] and "p0=50±5 p1=1.1±0.3 " in text[0]
     assert text[1].endswith("p1=0.0005 (at a bound)")

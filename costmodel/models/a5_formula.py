@@ -76,6 +76,21 @@ def key_of(req: Request, strategy: str) -> dict[str, str]:
             "strategy": strategy, "op_params": select_variant(req, strategy) or str(req.param("precision", "") or "")}
 
 
+def _family_note(key: dict[str, str], types: str, variant: str, row) -> str:
+    """Say how a key no row measured is priced by its family's parameters (`family_of`): another dtype of the same op
+    (the one the family's rows were fitted on, where the row's source names it), a conversion of the same widths, or
+    another op's programs it runs."""
+    family, name = family_of(key), key["name"]
+    if name == "TCVT":
+        return f"formula parameters of the family {family} ({types} was not measured)"
+    if family == name or family.startswith(f"{name}:"):
+        measured = re.search(r"body of (\S+) \(", row.source) if row is not None else None
+        of = f"{name} {measured.group(1)}{variant}" if measured else f"the family {family}"
+        return f"{name} {types}{variant} was not measured: priced by the formula of {of} (extrapolated across dtypes)"
+    return (f"{name} was not measured: formula parameters of the family {family} (inferred: it runs that family's "
+            "programs)")
+
+
 def family_of(key: dict[str, str]) -> str:
     """Return the key's family: the op and variant; conversions by source and destination widths; selects by the
     mask variant (costmodel.md §3 step 6: fp32 uses the TSel_b32 programs, fp16 and int8 share TSel_b16_8)."""
@@ -222,6 +237,23 @@ def beyond_extent(limits: tuple[int, int, int], chunks, rows, dim: str):
     return over
 
 
+def _reach_of(table: ParamTable, key: dict[str, str], sig: str, forms: str) -> str:
+    """Return " (up to 5 chunks in 1 row)": the most chunks and rows the key's measured loop forms (`forms`, as a
+    row's source lists them) ran, or "" where the fit recorded no extent."""
+    limits = [extent_limits(table, {**key, "strategy": f.strip()}, sig) for f in forms.split(",")]
+    limits = [x for x in limits if x is not None]
+    if not limits:
+        return ""
+    chunks, rows = max(x[0] for x in limits), max(x[1] for x in limits)
+    return f" (up to {chunks} chunk{'s' if chunks != 1 else ''} in {rows} row{'s' if rows != 1 else ''})"
+
+
+def _trips_of(t) -> str:
+    """Return " of 64 chunks in 256 rows" for a plan's VF trip counts."""
+    return (f" of {t.chunks} chunk{'s' if t.chunks != 1 else ''}"
+            + (f" in {t.rows} row{'s' if t.rows != 1 else ''}" if t.dim == "2d" else ""))
+
+
 def _beyond_extent(table: ParamTable, key: dict[str, str], sig: str, t) -> tuple[str, str]:
     """Return notes (naming the plan's trip counts, naming none) when the plan runs more chunks, or more rows, than
     any measured row of its key (the extent the fit recorded), else ("", "")."""
@@ -332,17 +364,17 @@ class A5FormulaModel:
         elsewhere = re.search(r"body measured in (.+?) only", row.source) if row is not None and src == "key" else None
         if elsewhere:  # the key's error was measured on other loop forms: it does not carry over
             error = None
-        self.source_note = {"key": f"{key['name']} {types} was measured in {elsewhere.group(1)} only: this "
-                                   f"{plan.strategy} program is extrapolated from that body" if elsewhere else
+        self.source_note = {"key": f"{key['name']} {types} was measured in {elsewhere.group(1)} only"
+                                   f"{_reach_of(table, key, sig, elsewhere.group(1))}: this {plan.strategy} program"
+                                   f"{_trips_of(t)} is extrapolated from that body" if elsewhere else
                                    "" if error is None else
                                    f"typical error {error[0]:.1f} %: the mean error on {error[1]} measured "
-                                   f"{key['name']} {types}{variant} row{'s' if error[1] != 1 else ''}, each "
-                                   "predicted by a "
-                                   "fit that did not see its tile shape",
-                            "family": (f"formula parameters of the family {family_of(key)} ({types} was not "
-                                       "measured)" if family_of(key).startswith(f"{key['name']}:") else
-                                       f"{key['name']} was not measured: formula parameters of the family "
-                                       f"{family_of(key)} (inferred: it runs that family's programs)"),
+                                   f"{key['name']} {types}{variant} rows, each predicted by a fit that did not see "
+                                   "its tile shape" if error[1] != 1 else
+                                   f"typical error {error[0]:.1f} %, from the one measured {key['name']} "
+                                   f"{types}{variant} row, predicted by a fit that did not see its tile shape (one "
+                                   "row: a weak guide)",
+                            "family": _family_note(key, types, variant, row),
                             "body": f"{key['name']} was not measured: priced by the formula of the measured ops "
                                     f"whose chunks do the same work (body {sig})"}[src]
         chunk_size = _other_chunk_size(table, key, plan) if src == "family" and key["name"] == "TCVT" else ""

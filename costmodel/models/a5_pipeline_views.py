@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import textwrap
 from dataclasses import dataclass
 
 from .a5_pipeline_engine import Template, Trace
@@ -162,11 +163,13 @@ class Timeline:
         step = max(1, math.ceil((t1 - t0 + 1) / CHART_COLUMNS))  # cycles per column: every row's marks fit
         width = math.ceil((t1 - t0 + 1) / step)
         head = f"{'[iters]':<10}{'dispatch':>9}{'issue':>8}{'done':>8}  {'bound by':<12}{'unit':<7}"
-        scale = "".join(str(((t0 + c * step) // step) % 10) for c in range(width))
-        per = "one cycle" if step == 1 else f"{step} cycles (the digit counts columns)"
-        lines = [f"timeline from cycle {t0} to {t1} (each column {per}; D dispatch, = wait, e execute, E done)",
-                 f"bound by: what set the issue time: {STALL_LEGEND}",
-                 f"{head}{scale}  instruction"]
+        per = "one cycle" if step == 1 else f"{step} cycles"
+        lines = [f"timeline from cycle {t0} to {t1} (each column {per}; D dispatch, = wait, e execute, E done, "
+                 "* all in one column)",
+                 *textwrap.wrap(f"bound by: what set the issue time: {STALL_LEGEND}", 110,
+                                subsequent_indent="  "),
+                 f"{'':<{len(head)}}{_cycle_labels(t0, step, width)}  cycle",
+                 f"{head}{_ruler(t0, step, width)}  instruction"]
         for r in rows:
             d, i, e = ((int(math.floor(r[x])) - t0) // step for x in ("dispatch", "issue", "done"))
             chart = ["."] * width
@@ -177,7 +180,7 @@ class Timeline:
             if 0 <= e < width:
                 chart[e] = "E"
             if 0 <= d < width:
-                chart[d] = "D"
+                chart[d] = "*" if d == e else "D"
             it = ",".join(str(x) for x in r["iterations"]) or "-"
             lines.append(f"{'[' + it + ']':<10}{r['dispatch']:>9.2f}{r['issue']:>8.2f}{r['done']:>8.2f}  "
                          f"{r['stall']:<12}{r['unit']:<7}{''.join(chart)}  {r['instruction']}")
@@ -198,6 +201,23 @@ class Timeline:
         return "\n".join(lines)
 
 
+def _cycle_labels(t0: int, step: int, width: int) -> str:
+    """Return the chart's cycle numbers, each written from a column of the ruler's `|` marks on (one every ten
+    columns, where it fits before the next)."""
+    out = [" "] * width
+    for c in range(0, width, 10):
+        label = str(t0 + c * step)
+        if c + len(label) <= width:
+            out[c:c + len(label)] = label
+    return "".join(out)
+
+
+def _ruler(t0: int, step: int, width: int) -> str:
+    """Return the chart's ruler: `|` at every tenth column (where `_cycle_labels` writes the cycle), else the unit
+    digit of the column's cycle when a column is one cycle, `-` when it is several."""
+    return "".join("|" if c % 10 == 0 else str((t0 + c) % 10) if step == 1 else "-" for c in range(width))
+
+
 @dataclass(frozen=True)
 class BottleneckView:
     """Named bounds next to the simulated cycles; bounds reaching >= 98 % of it are the bottleneck."""
@@ -212,7 +232,8 @@ class BottleneckView:
                 "bottleneck": list(self.bottleneck)}
 
     def to_text(self) -> str:
-        lines = [f"pipeline simulation {self.cycles:.2f} cycles at the full trip counts; bounds (>= 98 % of it = bottleneck):"]
+        lines = [f"pipeline simulation {self.cycles:.2f} cycles at the full trip counts; bounds (the cycles were "
+                 "that limit alone to apply; >= 98 % of the simulation = bottleneck):"]
         for name, v in sorted(self.bounds, key=lambda kv: -kv[1]):
             mark = "  <- bottleneck" if name in self.bottleneck else ""
             share = v / self.cycles * 100 if self.cycles else 0.0
@@ -223,5 +244,5 @@ class BottleneckView:
             if term and self.cycles:
                 why = _TERM_MEANING.get(term, "")
                 lines.append(f"  along the critical path, {term}{f' ({why})' if why else ''} takes {v / self.cycles * 100:.1f} % "
-                             "of the cycles (`estimate --model pipeline` gives every term)")
+                             "of the cycles, the largest share (`estimate --model pipeline` gives every term)")
         return "\n".join(lines)
