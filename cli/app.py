@@ -68,14 +68,14 @@ ModelOpt = Annotated[str, typer.Option("--model", "-m", callback=_model_name, he
 SEED_MAX = 2**32 - 1  # numpy's legacy seeding (a sweep's sample of points) takes 0 .. 2**32 - 1
 
 
-def _seed(value: int) -> int:
-    if not 0 <= value <= SEED_MAX:
+def _seed(value: int | None) -> int | None:
+    if value is not None and not 0 <= value <= SEED_MAX:
         raise typer.BadParameter(f"{value} is out of range; accepted: 0 to {SEED_MAX}")
     return value
 
 
 SeedOpt = Annotated[int, typer.Option("--seed", callback=_seed, help=f"Seed of the random input data: 0 to {SEED_MAX}.")]
-SweepSeedOpt = Annotated[int, typer.Option("--seed", callback=_seed, help=f"Seed of the --verify-sample points and their input data: 0 to {SEED_MAX}.")]
+SweepSeedOpt = Annotated[Optional[int], typer.Option("--seed", callback=_seed, help=f"Seed of the --verify-sample points and their input data: 0 to {SEED_MAX} (default 0).")]
 MAX_PLOT_POINTS = 100_000
 
 
@@ -122,6 +122,7 @@ def compare(
     across: Annotated[Optional[str], typer.Option("--across", help="Compare on several arches side by side, e.g. a2a3,a5.")] = None,
     no_verify: Annotated[bool, typer.Option("--no-verify", metavar="", help="Skip the emulator checks.")] = False,
     json_out: JsonOpt = False,
+    strategy: Annotated[Optional[str], typer.Option("--strategy", hidden=True)] = None,
     req: dict = None,
 ) -> None:
     """Cost every legal emission strategy of one request, fastest first; mark the default and the fastest."""
@@ -132,7 +133,9 @@ def compare(
 
     from . import render
 
-
+    if strategy is not None:  # a user's habit from `estimate`: say where it belongs, not click's option guess
+        raise PtoCostError(f"compare prices every legal strategy and takes no --strategy; to price {strategy} alone, "
+                           f"use `pto-cost estimate {op} ... --strategy {strategy}`")
     kw = _kwargs(req)
     shape, dtype, arch = kw.pop("shape", None), kw.pop("dtype"), kw.pop("arch", None)
     if across is not None:
@@ -577,6 +580,14 @@ def _with_best_cycles(df, model: str):
     return out
 
 
+def _reasons(df) -> list[dict]:
+    """Return [{reason, points}] over the notes of `df`, most shared first (reasons that differ only in their numbers
+    are one, shown by its first note)."""
+    from fit.plots import commonest_notes
+
+    return [{"reason": text, "points": n} for text, n in commonest_notes(df["note"])]
+
+
 def _main_reason(df) -> str:
     """The two notes most points share (reasons that differ only in their numbers are one), with their counts, and
     how many other reasons there are."""
@@ -889,9 +900,9 @@ def sweep_cmd(
     workers: Annotated[Optional[int], typer.Option("--workers", help="Dask workers of the local cluster.")] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Address of an existing dask scheduler, e.g. tcp://HOST:8786.")] = None,
     verify_sample: Annotated[int, typer.Option("--verify-sample", min=0, help="Emulate N random points against the golden; fail if any disagrees.")] = 0,
-    seed: SweepSeedOpt = 0,
+    seed: SweepSeedOpt = None,
     model: SweepModelOpt = None,
-    json_out: Annotated[bool, typer.Option("--json", metavar="", help="Print a JSON summary on stdout (file, rows, not modelled, the commonest reason, the verified sample) besides the file.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", metavar="", help="Print a JSON summary on stdout (file, rows, not modelled, the commonest reason and every reason with its point count, the verified sample) besides the file.")] = False,
 ) -> None:
     """Evaluate a grid of requests (vectorised) and write one row per point with cycles, strategy, default, best and a
     note (why a point cannot be modelled, or the model's caveats: an unmeasured class, an extrapolation)."""
@@ -903,6 +914,9 @@ def sweep_cmd(
     from . import render
 
     check_table_path(output)
+    if seed is not None and not verify_sample:
+        raise PtoCostError("--seed chooses the --verify-sample points; add --verify-sample N (a sweep itself is not "
+                           "random)")
     if engine not in ("local", "dask"):
         raise PtoCostError(f"unknown engine {engine!r}; accepted: local, dask")
     if engine == "local" and (workers is not None or scheduler is not None):
@@ -925,17 +939,19 @@ def sweep_cmd(
         with render.progress("sweeping on dask", len(grid)) as tick:
             df = sweep_dask(grid, model=model, scheduler=scheduler, workers=workers, progress=tick)
     n_bad = int(df["cycles"].isna().sum())
+    reasons = _reasons(df[df["cycles"].isna()]) if n_bad else []
     doc = {"output": output, "points": len(grid), "rows": len(df), "not_modelled": n_bad,
-           "commonest_reason": _main_reason(df[df["cycles"].isna()]) if n_bad else None, "verify_sample": None}
+           "commonest_reason": reasons[0]["reason"] if reasons else None, "reasons": reasons, "verify_sample": None}
     if len(df) and n_bad == len(df):
         if json_out:  # a script reading stdout still gets its document; the error goes to stderr as ever
             render.emit_json({**doc, "output": None})
-        raise PtoCostError(f"no point of the grid could be modelled ({output} not written): {doc['commonest_reason']}")
+        raise PtoCostError(f"no point of the grid could be modelled ({output} not written): "
+                           f"{_main_reason(df[df['cycles'].isna()])}")
     with render.status(f"writing {len(df):,} rows to {output}"):
         write_frame(df, output)
     con.print(render.plain(f"wrote {output}: {render.counted(len(df), 'row')}" + (f", {n_bad} not modelled (see `note`)" if n_bad else "")))
     if verify_sample:
-        bad, tried, unchecked = run_verify_sample(df, verify_sample, seed=seed)
+        bad, tried, unchecked = run_verify_sample(df, verify_sample, seed=seed or 0)
         doc["verify_sample"] = {"tried": tried, "not_verified": bad, "unchecked": unchecked}
         if bad:
             for line in bad[:10]:

@@ -103,9 +103,11 @@ def _default(value: Any) -> Any:
         return str(value)
 
 
-def fmt_cycles(c: float) -> str:
-    """Return cycles as text: whole numbers without decimals, others to one decimal (never "-0.0")."""
-    return f"{c:,.0f}" if abs(c - round(c)) < 1e-9 else f"{round(c, 1) + 0.0:,.1f}"
+def fmt_cycles(c: float, decimals: bool | None = None) -> str:
+    """Return cycles as text: whole numbers without decimals, others to one decimal (never "-0.0"); `decimals` forces
+    one way (a column of several values writes all of them alike)."""
+    whole = abs(c - round(c)) < 1e-9 if decimals is None else not decimals
+    return f"{c:,.0f}" if whole else f"{round(c, 1) + 0.0:,.1f}"
 
 
 def breakdown_text(breakdown) -> str:
@@ -118,6 +120,8 @@ def _param_text(name: str, value: Any) -> str:
     """A parameter as the command line takes it (a bit mask as HI:LO in hex)."""
     if name == "mask" and isinstance(value, tuple) and len(value) == 2:
         return f"{value[0]:#x}:{value[1]:#x}"
+    if name.endswith("_layout"):  # the spelling --src-layout/--dst-layout list (nd, dn), not ours (row_major)
+        return {"row_major": "nd", "col_major": "dn"}.get(str(value), str(value))
     return str(value)
 
 
@@ -197,6 +201,7 @@ def compare_text(ests) -> None:
                           f"{'/'.join(models)}"))
     for col in ("strategy", "cycles", "vs default", "breakdown", "verified"):
         t.add_column(col, justify="right" if col in ("cycles", "vs default") else "left")
+    decimals = any(abs(e.cycles - round(e.cycles)) >= 1e-9 for e in ests)
     for e in ranked(ests):
         tags = []
         if e is default:
@@ -205,7 +210,8 @@ def compare_text(ests) -> None:
             tags.append("fastest")
         name = e.strategy + (f" ({', '.join(tags)})" if tags else "")
         rel = vs_default_pct(e, default)
-        t.add_row(plain(name), fmt_cycles(e.cycles), f"{rel:+.1f}%", plain(breakdown_text(e.breakdown)), e.verified_text)
+        t.add_row(plain(name), fmt_cycles(e.cycles, decimals), f"{rel:+.1f}%", plain(breakdown_text(e.breakdown)),
+                  e.verified_text)
     console().print(t)
     notes = Table.grid(padding=(0, 2))
     notes.add_column(style="bold")

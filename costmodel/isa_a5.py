@@ -189,7 +189,8 @@ class Plds(_Instr):
     unit = "load"
 
     def listing(self) -> str:
-        return f"{self.dst} = plds_b{self.bits}({self.addr.text()})"
+        # its address counts mask bits, where every other listing's counts elements
+        return f"{self.dst} = plds_b{self.bits}({self.addr.text()})    ; bit address"
 
 
 @dataclass(frozen=True)

@@ -624,3 +624,9 @@ def test_predict_writes_the_inputs_own_column_names_back(tmp_path):
 def test_an_empty_select_is_refused_like_every_elementwise_op(arch):
     r = run("estimate", "TSEL", "--shape", "8x64", "--valid", "0x64", "--dtype", "f16", "--arch", arch)
     assert r.returncode == 2 and r.stderr.strip() == "error: valid region 0x64 is empty; TSEL needs at least 1x1"
+
+
+def test_compare_given_a_strategy_says_estimate_prices_one():
+    r = run("compare", "TMINS", "--shape", "64x64", "--dtype", "f16", "--strategy", "1LNorm")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert "takes no --strategy" in r.stderr and "pto-cost estimate TMINS ... --strategy 1LNorm" in r.stderr

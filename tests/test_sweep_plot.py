@@ -214,7 +214,13 @@ def test_sweep_json_summary_counts_the_file_and_names_the_commonest_refusal(tmp_
     df = pd.read_csv(out)
     assert doc["rows"] == len(df) == 8 and doc["not_modelled"] == int(df["cycles"].isna().sum()) == 2
     assert doc["commonest_reason"].startswith("TCMP i32 on a2a3 compares only EQ")
+    # every reason with its points, most first, counting every refused row
+    assert doc["reasons"][0]["reason"] == doc["commonest_reason"]
+    assert sum(x["points"] for x in doc["reasons"]) == doc["not_modelled"]
     assert doc["verify_sample"]["tried"] == 3 and doc["verify_sample"]["not_verified"] == []
+    # --seed picks the verified sample: alone it has nothing to choose
+    r = run("sweep", str(tmp_path / "s.json"), "-o", str(tmp_path / "seeded.csv"), "--seed", "3")
+    assert r.returncode == 2 and "add --verify-sample" in r.stderr and not (tmp_path / "seeded.csv").exists()
     # a grid of which no point can be modelled: exit 2 and the one-line error, and the document for a script still
     (tmp_path / "none.json").write_text(json.dumps({"ops": ["TCMP"], "archs": ["a5"], "rows": [4], "cols": [64]}))
     r = run("sweep", str(tmp_path / "none.json"), "-o", str(tmp_path / "none.csv"), "--json")
