@@ -749,6 +749,7 @@ def fit_cmd(
     dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Report the fit and what it would write; write nothing. Exits 2 at once, as the real run does, where -o (or --pipeline-output) could not take the result.")] = False,
     pipeline_output: Annotated[str | None, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (the models read them when PTO_COST_PIPELINE_PARAMS names the file). [default: data/a5_pipeline_params.csv]")] = None,
     repeat_tolerance: RepeatOpt = None,
+    fresh: Annotated[bool, typer.Option("--fresh", metavar="", help="Write this fit's rows alone, a whole new table: nothing merged from -o or the table in use, and pipeline parameters the traces do not move at their priors (by default a fit refines the table it replaces). Ops the traces do not cover are then not priced by the formula.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Fit model parameters to measured traces: per group n, parameters ± standard error, cross-validated MAPE."""
@@ -775,14 +776,14 @@ def fit_cmd(
         from costmodel.models.a5_pipeline_uarch import path_in_use
 
         # a partial trace refines the pipeline table it replaces (the one in use where that does not exist yet)
-        base = pipeline_output if Path(pipeline_output).is_file() else path_in_use()
+        base = None if fresh else pipeline_output if Path(pipeline_output).is_file() else path_in_use()
         run = fit_traces(traces, k=cv, model=model, group_by=cv_group, pipeline_base=base,
                          tolerance=repeat_tolerance)
     written = None
     if dry_run and run.rows:  # what the write would be
         from fit.params_io import planned_table
 
-        written = planned_table(run.rows, output)[1]
+        written = planned_table(run.rows, output, merge=not fresh)[1]
     if not dry_run:  # both tables or neither: each is written to a temporary file, renamed once both are written
         from fit.io import atomic_paths
         from fit.pipeline_fit import write_params as write_pipeline
@@ -790,7 +791,7 @@ def fit_cmd(
         targets = ([output] if run.rows else []) + ([pipeline_output] if run.pipeline is not None else [])
         with atomic_paths(targets) as tmps:
             if run.rows:
-                written = write_params(run.rows, output, into=tmps[0])
+                written = write_params(run.rows, output, merge=not fresh, into=tmps[0])
             if run.pipeline is not None:
                 write_pipeline(run.pipeline, pipeline_output, into=tmps[-1])
     if json_out:

@@ -1083,3 +1083,26 @@ def test_a_coefficient_held_by_a_bound_is_marked_in_the_report():
     text = list(_a5_report(report)["parameter"])
     assert "p5=-20±2.7e+02 ! (partly at a bound)" in text[0] and "p0=50±5 p1=1.1±0.3 " in text[0]
     assert text[1].endswith("p1=0.0005 (at a bound)")
+
+
+def test_a_fresh_fit_writes_its_own_rows_alone_and_a_table_missing_a_row_is_a_clean_refusal(tmp_path):
+    """`fit --fresh` writes a whole table of this fit's rows (nothing merged from the table in use); a model reading a
+    table that lacks a parameter it needs refuses the request with a named error, not a KeyError."""
+    from costmodel import api, lower
+    from costmodel.errors import NotModelledError
+    from costmodel.models.a2a3_intrinsic import IntrinsicModel
+    from costmodel.models.params import ParamTable, read_table
+
+    trace, out = _synthetic_a2a3_trace(tmp_path), tmp_path / "fresh.csv"
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "-o", str(out), "--fresh", "--json"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc, rows = json.loads(r.stdout), read_table(out).rows
+    assert doc["rows_written"] == doc["rows_refitted"] == len(rows) and doc["rows_kept"] == 0
+    assert {x.arch for x in rows} == {"a2a3"}  # the shipped A5 rows were not merged in
+    env = {**os.environ, "PTO_COST_PARAMS": str(out)}
+    r = subprocess.run([sys.executable, "-m", "cli", "estimate", "TMINS", "--shape", "64x64", "--dtype", "f16"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    with pytest.raises(NotModelledError, match=r"parameter table \(in memory\) has no row for the a2a3 control term"):
+        IntrinsicModel(ParamTable([])).cost(lower.lower(api.request("TMINS", "64x64", "f16")))

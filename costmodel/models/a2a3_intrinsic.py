@@ -136,7 +136,7 @@ def param_rows(table: ParamTable, key: str) -> tuple[ParamRow, ...]:
     if scope == "control":
         row = table.lookup("a2a3", "intrinsic", "control", "*", term)
         if row is None:
-            raise KeyError(("a2a3", "intrinsic", "control", "*", term))
+            raise table.missing(f"the a2a3 control term {term}")
         return (row,)
     for name in (cls, "default"):
         row = table.lookup("a2a3", "intrinsic", "intrinsic", name, term, dtype=dt)
@@ -149,7 +149,7 @@ def param_rows(table: ParamTable, key: str) -> tuple[ParamRow, ...]:
             return (twin or row,)
         delta = table.lookup("a2a3", "intrinsic", "dtype_delta", "*", term, dtype=dt)
         return (row, delta) if delta is not None and delta.dtype == dt else (row,)
-    raise KeyError(f"no a2a3 parameter {term} for {cls}")
+    raise table.missing(f"the a2a3 {term} of intrinsic {cls} (nor a default class)")
 
 
 @functools.cache

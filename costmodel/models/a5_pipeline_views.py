@@ -232,8 +232,8 @@ class BottleneckView:
                 "bottleneck": list(self.bottleneck)}
 
     def to_text(self) -> str:
-        lines = [f"pipeline simulation {self.cycles:.2f} cycles at the full trip counts; bounds (the cycles were "
-                 "that limit alone to apply; >= 98 % of the simulation = bottleneck):"]
+        lines = [f"pipeline simulation {self.cycles:.2f} cycles at the full trip counts; bounds (the cycles each "
+                 "limit alone would take; >= 98 % of the simulation = bottleneck):"]
         for name, v in sorted(self.bounds, key=lambda kv: -kv[1]):
             mark = "  <- bottleneck" if name in self.bottleneck else ""
             share = v / self.cycles * 100 if self.cycles else 0.0

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._data import data_path, per_file_version
-from ..errors import TraceError
+from ..errors import NotModelledError, TraceError
 
 KEY_FIELDS = ("arch", "form", "scope", "name", "dtype", "dst_dtype", "strategy", "op_params", "term")
 COLUMNS = ("format_version", *KEY_FIELDS, "value", "stderr", "n_obs", "cv_mape", "source")
@@ -71,9 +71,16 @@ class ParamTable:
         row = self.lookup(*args, **kw)
         if row is None:
             if default is None:
-                raise KeyError(args)
+                raise self.missing(" ".join(str(a) for a in args if a not in ("*", "")))
             return default
         return row.value
+
+    def missing(self, what: str) -> NotModelledError:
+        """Return the error for a parameter the table has no row for (`what` names it): a table holds only what
+        its fits wrote."""
+        return NotModelledError(f"parameter table {Path(self.path).name if self.path else '(in memory)'} has no row "
+                                f"for {what}: a table written by `fit --fresh` holds only its traces' parameters "
+                                "(refit without --fresh to merge them into a complete table)")
 
 
 def _float(text: str) -> float | None:
