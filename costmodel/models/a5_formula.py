@@ -364,9 +364,12 @@ class A5FormulaModel:
         elsewhere = re.search(r"body measured in (.+?) only", row.source) if row is not None and src == "key" else None
         if elsewhere:  # the key's error was measured on other loop forms: it does not carry over
             error = None
-        self.source_note = {"key": f"{key['name']} {types} was measured in {elsewhere.group(1)} only"
-                                   f"{_reach_of(table, key, sig, elsewhere.group(1))}: this {plan.strategy} program"
-                                   f"{_trips_of(t)} is extrapolated from that body" if elsewhere else
+        def measured_elsewhere(trips: str) -> str:
+            return (f"{key['name']} {types} was measured in {elsewhere.group(1)} only"
+                    f"{_reach_of(table, key, sig, elsewhere.group(1))}: this {plan.strategy} program{trips} is "
+                    "extrapolated from that body")
+
+        self.source_note = {"key": measured_elsewhere(_trips_of(t)) if elsewhere else
                                    "" if error is None else
                                    f"typical error {error[0]:.1f} %: the mean error on {error[1]} measured "
                                    f"{key['name']} {types}{variant} rows, each predicted by a fit that did not see "
@@ -380,7 +383,8 @@ class A5FormulaModel:
         chunk_size = _other_chunk_size(table, key, plan) if src == "family" and key["name"] == "TCVT" else ""
         extra = _beyond_extent(table, key, sig, t) if src == "key" else (chunk_size, chunk_size)
         base = self.source_note
-        caveat = "" if src == "key" and not elsewhere else base  # a key's own typical error is no caveat
+        # a key's own typical error is no caveat; a group's caveat names no trip counts (a sweep shares it)
+        caveat = ("" if not elsewhere else measured_elsewhere("")) if src == "key" else base
         self.source_note, self.group_note = ("; ".join(x for x in pair if x) for pair in ((base, extra[0]),
                                                                                             (caveat, extra[1])))
         # one-element arrays: numpy's array power (SIMD) and its scalar power differ in the last bit on some values,
