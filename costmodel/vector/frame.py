@@ -15,9 +15,10 @@ SHAPE_COLUMNS = ("rows", "cols", "valid_rows", "valid_cols")
 REQUIRED_COLUMNS = ("op", "dtype", "rows", "cols")
 
 
-def check_frame(frame) -> None:
+def check_frame(frame) -> dict:
     """Raise PtoCostError (one line) unless `frame` is a DataFrame with the request columns a sweep needs and whole
-    numbers in its shape columns."""
+    numbers in its shape columns; return the valid count columns that hold a `full`, read with each as missing
+    (`_full_as_missing`), so that the frame is scanned for it once."""
     import pandas as pd
 
     from ..errors import PtoCostError
@@ -29,10 +30,13 @@ def check_frame(frame) -> None:
     if missing:
         raise PtoCostError(f"the sweep frame lacks column(s) {', '.join(missing)}; it needs {', '.join(REQUIRED_COLUMNS)} "
                            "(optional: arch, dst_dtype, valid_rows, valid_cols, strategy, op parameters)")
+    read = {}
     for col in ("rows", "cols", "valid_rows", "valid_cols"):
         if col not in frame or (pd.api.types.is_integer_dtype(frame[col]) and not frame[col].hasnans):
             continue
         given = _full_as_missing(frame[col]) if col.startswith("valid") else frame[col]
+        if col.startswith("valid") and given is not frame[col]:
+            read[col] = given
         values = pd.to_numeric(given, errors="coerce")
         fractional = values.notna() & (values != values.round())
         # a missing valid count means the whole tile; a missing or non-numeric anything else is an error
@@ -43,6 +47,7 @@ def check_frame(frame) -> None:
             also = " or `full`" if col.startswith("valid") else ""
             raise PtoCostError(f"sweep frame column {col}: {shown(frame[col].iloc[at])} (row {at}) is not a whole "
                                f"number{also}")
+    return read
 
 
 def _full_as_missing(col):
@@ -79,7 +84,7 @@ class Frame:
     """
 
     def __init__(self, frame):
-        check_frame(frame)
+        read = check_frame(frame)
         self.df = frame.copy(deep=False)  # copy-on-write: the caller's frame is never modified
         self.n = len(frame)
         self.order = list(frame.columns)
@@ -97,7 +102,7 @@ class Frame:
                 df[col] = df[src]
                 self.order.append(col)
             else:
-                df[col] = _full_as_missing(df[col])
+                df[col] = read.get(col, df[col])  # as check_frame read it, where it held a `full`
             if df[col].hasnans:
                 self.given.pop(col, None)  # written as filled in
                 df[col] = df[col].fillna(df[src])
