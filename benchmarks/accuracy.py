@@ -71,8 +71,11 @@ def run(arch: str, path: Path, k: int) -> None:
     by_case, _ = fit_arch(trace, k=k, group_by="measurement")
     choice = (f"shrink {fit.shrink}, dtype effects {fit.dtypes}" if arch == "a2a3"
               else f"shrink {fit.shrink}, pooling by {fit.pool}")
-    used = _used_rows(arch, trace, fit).assign(cv_cycles=fit.cv_predictions, case_cycles=by_case.cv_predictions)
     shipped = validate_frame(trace).predictions
+    used = _used_rows(arch, trace, fit).assign(cv_cycles=fit.cv_predictions, case_cycles=by_case.cv_predictions)
+    # the loop each row resolved to (a trace names a vf_impl_kind, which the dispatch rule resolves): the strategy
+    # pairs are rows of one request in two loops, as `validate` pairs them
+    used["strategy"] = used["_line"].map(shipped.set_index("_line")["strategy"])
     print(f"\n=== {arch} formula model on {path.name}: {len(used)} rows; fit incl. {k}-fold CV took {seconds:.1f} s; "
           f"chose {choice}")
     print(f"targets: {TARGETS[arch]}")
