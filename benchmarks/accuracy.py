@@ -57,7 +57,7 @@ def _used_rows(arch: str, trace: pd.DataFrame, fit) -> pd.DataFrame:
 
 
 def run(arch: str, path: Path, k: int) -> None:
-    from fit.traces import check_trace, read_trace
+    from fit.traces import check_trace, read_trace, request_keys
     from fit.validate import validate_frame
 
     trace, _ = check_trace(read_trace(path))
@@ -89,7 +89,8 @@ def run(arch: str, path: Path, k: int) -> None:
                      join="inner").reset_index()
     with pd.option_context("display.width", 250, "display.max_rows", 100, "display.float_format", "{:.2f}".format):
         print(both.rename(columns=lambda c: c.replace("_ape", "")).to_string(index=False))
-    if "vf_impl_kind" in used and used["vf_impl_kind"].astype(str).str.len().any():
+    if "vf_impl_kind" in used and used["vf_impl_kind"].astype(str).str.len().any() and (
+            used.assign(request=request_keys(used).to_numpy()).groupby("request")["strategy"].nunique() > 1).any():
         print(f"strategies measured on one request: CV {_choice(used, 'cv_cycles')}; in-sample "
               f"{_choice(shipped[shipped['predicted_cycles'].notna()], 'predicted_cycles')}")
     worst = used.assign(ape=(used["cv_cycles"] - used["measured_cycles"]).abs() / used["measured_cycles"] * 100)
@@ -180,6 +181,9 @@ def leave_one_op_out(path: Path) -> None:
         out.append({"op": op, **summary(pred, rows.y[test])})
     print(f"\n=== a5 formula model, leave one op out ({time.perf_counter() - t0:.0f} s): each op priced by the body "
           "of the measured ops doing the same work per chunk (its rows left out of the fit)")
+    if not out:
+        print("  skipped: no op of this trace shares its body with another measured op")
+        return
     with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
         print(pd.DataFrame(out)[["op", "n", "mape", "median_ape", "worst_ape", "within_5"]].to_string(index=False))
 
@@ -246,9 +250,11 @@ def monotone_floor(path: Path, k: int) -> None:
     print(f"\n=== a5 rows no monotone model can price within 5 % under the shape-grouped folds: {int(missed.sum())} of "
           f"{len(y)} (the 97 % target allows {allowed} rows above 5 %)")
     cols = ["op", "dtype", "dst_dtype", "rows", "cols", "valid_rows", "valid_cols", "vf_impl_kind", "measured_cycles"]
-    shown = used.loc[missed, cols].assign(lowest_allowed=low[missed], highest_allowed=high[missed])
-    with pd.option_context("display.width", 200):
-        print(shown.to_string(index=False))
+    if missed.any():
+        shown = used.loc[missed, [c for c in cols if c in used]].assign(lowest_allowed=low[missed],
+                                                                         highest_allowed=high[missed])
+        with pd.option_context("display.width", 200):
+            print(shown.to_string(index=False))
 
 
 def main() -> int:
@@ -257,8 +263,8 @@ def main() -> int:
     ap.add_argument("--no-nested", action="store_true", help="skip the nested cross-validation (about 2 minutes)")
     ap.add_argument("--seeds", type=int, default=1,
                     help="also repeat the shape-grouped CV on this many fold assignments (about 40 s each for A5)")
-    ap.add_argument("--a5", metavar="TRACE", help=f"an A5 trace of your own (default: {MEASURED}/a5_vf_cycles.csv)")
-    ap.add_argument("--a2a3", metavar="TRACE", help=f"an A2/A3 trace of your own (default: {MEASURED}/a2a3_cycles.csv)")
+    ap.add_argument("--a5", metavar="TRACE", help=f"an A5 trace of your own (default: {MEASURED.resolve()}/a5_vf_cycles.csv)")
+    ap.add_argument("--a2a3", metavar="TRACE", help=f"an A2/A3 trace of your own (default: {MEASURED.resolve()}/a2a3_cycles.csv)")
     args = ap.parse_args()
     given = {"a5": args.a5, "a2a3": args.a2a3}
     if not MEASURED.is_dir() and not any(given.values()):
