@@ -1106,3 +1106,26 @@ def test_a_fresh_fit_writes_its_own_rows_alone_and_a_table_missing_a_row_is_a_cl
     assert r.returncode == 0, r.stderr
     with pytest.raises(NotModelledError, match=r"parameter table \(in memory\) has no row for the a2a3 control term"):
         IntrinsicModel(ParamTable([])).cost(lower.lower(api.request("TMINS", "64x64", "f16")))
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda lines: lines[:-1] + [",".join(lines[-1].split(",")[:11])], r":\d+: bad parameter row: 11 fields where the header has 15"),
+    (lambda lines: lines + [lines[-1]], r"the key of line \d+ again"),
+    (lambda lines: lines[:3] + [re.sub(r"^((?:[^,]*,){10})[^,]*", r"\g<1>nan", lines[3])] + lines[4:],
+     r":4: bad parameter row: value 'nan' is not a finite number"),
+    (lambda lines: lines[:3] + [lines[3] + ",extra"] + lines[4:], r":4: bad parameter row: 16 fields"),
+])
+def test_a_damaged_parameter_table_is_refused_at_its_line(tmp_path, damage, why):
+    """A cut line, a key given twice, a NaN value or a stray field is named with its line, not read silently (a cut
+    last row once priced TSUB 64x64 at 157.6 cycles for 167.6) or met later as a traceback."""
+    from costmodel.models.params import read_table
+
+    shipped_table = ROOT / "data" / "formula_params.csv"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(damage(shipped_table.read_text().splitlines())) + "\n")
+    with pytest.raises(PtoCostError, match=why):
+        read_table(bad)
+    r = subprocess.run([sys.executable, "-m", "cli", "estimate", "TSUB", "--shape", "64x64", "--dtype", "f32",
+                        "--arch", "a5"], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                       env={**os.environ, "PTO_COST_PARAMS": str(bad)})
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

@@ -8,6 +8,7 @@ means three accesses per two cycles.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 
 from .._data import per_file_version
@@ -157,6 +158,9 @@ def read_params(path=None) -> tuple[A5Uarch, dict[str, dict[str, str]]]:
         values = {k: float(r["value"]) for k, r in by_name.items()}
     except (TypeError, ValueError):
         raise PtoCostError(f"{p}: a parameter value is not a number") from None
+    bad = [k for k, v in values.items() if not math.isfinite(v)]
+    if bad:
+        raise PtoCostError(f"{p}: parameter value(s) of {', '.join(bad)} not finite numbers")
     return A5Uarch().with_values(values), by_name
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,15 +99,30 @@ def read_table(path: str | Path) -> ParamTable:
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
         if missing:
             raise TraceError(f"{path}: not a parameter table, missing columns {', '.join(missing)}")
-        for line, r in enumerate(reader, start=2):
+        first_line: dict[tuple, int] = {}
+        for r in reader:
+            line = reader.line_num
             try:
+                width = len(reader.fieldnames)
+                if None in r or None in r.values():  # DictReader's marks of a row longer or shorter than the header
+                    given = width + len(r.get(None) or ()) - sum(v is None for v in r.values())
+                    raise ValueError(f"{given} fields where the header has {width} (a cut or merged line)")
                 if int(r["format_version"]) != FORMAT_VERSION:
                     raise ValueError(f"format_version {r['format_version']} (this tool reads {FORMAT_VERSION})")
-                rows.append(ParamRow(r["arch"], r["form"], r["scope"], r["name"], r["dtype"], r["dst_dtype"],
-                                     r["strategy"], r["op_params"], r["term"], float(r["value"]), _float(r["stderr"]),
-                                     int(float(r["n_obs"] or 0)), _float(r["cv_mape"]), r["source"]))
+                row = ParamRow(r["arch"], r["form"], r["scope"], r["name"], r["dtype"], r["dst_dtype"],
+                               r["strategy"], r["op_params"], r["term"], float(r["value"]), _float(r["stderr"]),
+                               int(float(r["n_obs"] or 0)), _float(r["cv_mape"]), r["source"])
+                if not math.isfinite(row.value):
+                    raise ValueError(f"value {r['value']!r} is not a finite number")
             except (ValueError, TypeError) as exc:
                 raise TraceError(f"{path}:{line}: bad parameter row: {exc}") from None
+            key = (row.arch, row.form, row.scope, row.name, row.dtype, row.dst_dtype, row.strategy, row.op_params,
+                   row.term)
+            if key in first_line:
+                raise TraceError(f"{path}:{line}: bad parameter row: the key of line {first_line[key]} again "
+                                 f"({' '.join(x for x in key if x)}); a table holds one value per key")
+            first_line[key] = line
+            rows.append(row)
     return ParamTable(rows, str(path))
 
 
