@@ -374,7 +374,8 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
         for r in rep[rep["n_obs"] > 0].to_dict("records"):
             se = r["stderr"]
             wide = se is not None and se == se and abs(se) > abs(r["value"])
-            loose += wide
+            # an A5 row marks each coefficient in its text (p1 among them); others only in the ± column
+            loose += r["parameter"].count("±") and r["parameter"].count(" !") or wide
             t.add_row(plain(r["parameter"]), f"{r['value']:.4g}",
                       "-" if se is None or se != se else f"{se:.3g}" + (" !" if wide else ""),
                       str(int(r["n_obs"])), "-" if r["cv_mape"] is None or r["cv_mape"] != r["cv_mape"] else f"{r['cv_mape']:.1f}")
@@ -382,8 +383,9 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
         if sec.get("legend"):
             con.print(plain(f"  {sec['legend']}"))
         if loose:
-            con.print(plain(f"  !: {loose} parameter(s) with a standard error larger than the value: these rows hardly "
-                            "pin them down (the value leans on the family, the prior or the other terms)"))
+            con.print(plain(f"  !: {loose} parameter(s) with a standard error larger than the value (every ! above): "
+                            "these rows hardly pin them down (the value leans on the family, the prior or the other "
+                            "terms)"))
         out = sec.get("outliers")
         if out is not None and len(out):
             con.print(f"[yellow]{len(out)} outlier row(s)[/] (in-sample error beyond 3 robust sigmas):")

@@ -387,9 +387,9 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
         return [s for d in sorted(dims) for s in forms[d]]
 
     def write(scope: str, name: str, dtype: str, dst: str, op_params: str, key: dict, strategies: list[str], n: int,
-              cv: float | None, note, idx: list[int] = ()) -> None:
+              cv: float | None, note, idx: list[int] = (), follows: tuple | None = None) -> None:
         """Append the P, D and q rows `smooth.params` gives `key` in each strategy (`note(strategy)`: the source), and
-        the measured extent of the rows `idx` it was fitted on."""
+        the measured extent of the rows `idx` it was fitted on; `follows`: the op key whose body they copy."""
         for strategy in strategies:  # the extent of the rows of the strategy's 1D or 2D shape of loop
             same_shape = [i for i in idx if rows.dim[i] == strategy[:2]]
             out.extend(_extent_rows(rows, same_shape, scope, name, dtype, dst, strategy, op_params, note(strategy)))
@@ -402,7 +402,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             own_bound = list(fm.OWN_ADDRESS_TERMS) if "ac" in values else []
             for t in list(fm.TERMS[strategy[:2]]) + list(fm.D_TERMS) + ["q"] + own_bound:
                 out.append(ParamRow("a5", "vf", scope, name, dtype, dst, strategy, op_params, t, float(values[t]),
-                                    se.get(t), n, cv, note(strategy)))
+                                    se.get(t), n, cv, note(strategy), follows))
 
     member_rows: dict[str, list[int]] = {}
     seen = {}  # each measured key (any loop form of its body)
@@ -455,5 +455,6 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             best[fam] = (n, key)
     for fam, (n, key) in sorted(best.items()):
         write("family", fam, "*", "", "", key, strategies_of(key, {key["strategy"]}), n, None,
-              lambda s, dt=key["dtype"]: f"{src}; smooth-form body of {dt} (the family's most measured)")
+              lambda s, dt=key["dtype"]: f"{src}; smooth-form body of {dt} (the family's most measured)",
+              follows=("a5", "vf", "op", key["name"], key["dtype"], key["dst_dtype"], key["op_params"]))
     return out, report

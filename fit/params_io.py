@@ -190,7 +190,11 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow]
     verdicts = own_verdicts(old, new)
     refit_classes = set()
     for r in new:
-        if verdicts[_group(r)][0] if r.scope in OWN_SCOPES else replaces(r, by_key.get(_key(r))):
+        if r.follows is not None and r.follows in verdicts:  # a family row copies its key: they go together
+            take = verdicts[r.follows][0]
+        else:
+            take = verdicts[_group(r)][0] if r.scope in OWN_SCOPES else replaces(r, by_key.get(_key(r)))
+        if take:
             by_key[_key(r)] = r
             if r.scope == "intrinsic" and r.dtype == "*":
                 refit_classes.add((r.arch, r.form, r.name, r.term))

@@ -1129,3 +1129,27 @@ def test_a_damaged_parameter_table_is_refused_at_its_line(tmp_path, damage, why)
                         "--arch", "a5"], capture_output=True, text=True, cwd=ROOT, timeout=300,
                        env={**os.environ, "PTO_COST_PARAMS": str(bad)})
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_a_family_row_goes_with_the_key_whose_body_it_copies(tmp_path):
+    """TADD's family rows (what TADD bf16 or i32, never measured, are priced by) copy the fitted body of TADD f32: a
+    refit that replaces TADD f32 replaces them too, though it saw one row fewer than the table (other dtypes stopped
+    following a 10 % slower trace when one row was missing, QA 45), and one that keeps TADD f32 keeps them."""
+    from costmodel.models.params import ParamRow, read_table
+    from fit.params_io import write_params
+
+    member = ("a5", "vf", "op", "TADD", "f32", "", "")
+
+    def rows(value, n, extent):
+        return [ParamRow("a5", "vf", "op", "TADD", "f32", "", "2d-no-post-update", "", "p1", value, None, n, None, "t"),
+                ParamRow("a5", "vf", "op", "TADD", "f32", "", "2d-no-post-update", "", "max_chunks", extent, None, n,
+                         None, "t"),
+                ParamRow("a5", "vf", "family", "TADD", "*", "", "2d-no-post-update", "", "p1", value, None, n, None,
+                         "t", member)]
+
+    path = tmp_path / "p.csv"
+    write_params(rows(1.0, 31, 400.0), path, merge=False)
+    for value, n, extent, follows in ((1.1, 30, 400.0, True), (1.2, 3, 400.0, False)):
+        write_params(rows(value, n, extent), path)
+        got = {r.scope: r.value for r in read_table(path).rows if r.term == "p1"}
+        assert got == ({"op": value, "family": value} if follows else {"op": 1.1, "family": 1.1})

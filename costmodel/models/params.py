@@ -4,7 +4,7 @@ from __future__ import annotations
 import csv
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._data import data_path, per_file_version
@@ -33,6 +33,9 @@ class ParamRow:
     n_obs: int
     cv_mape: float | None
     source: str
+    # not in the file: the op key (arch, form, "op", name, dtype, dst dtype, variant) whose fitted body this row
+    # copies (an A5 family row), so that a merge replaces it exactly when it replaces that key (fit/params_io.py)
+    follows: tuple | None = field(default=None, compare=False)
 
     def specificity(self) -> int:
         return sum(getattr(self, f) not in ("*", "") for f in ("name", "dtype", "dst_dtype", "strategy", "op_params"))
