@@ -56,7 +56,14 @@ def _root(version: Annotated[bool, typer.Option("--version", metavar="", is_eage
 
 JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON document on stdout instead of a table.")]
 # measured/README.md: profiled cycles are integers, ±1 cycle noise; another profiler may read its repeats further apart
-RepeatOpt = Annotated[Optional[float], typer.Option("--repeat-tolerance", min=0, help="How many cycles apart runs of one case may read and still be repeats (averaged into one case); further apart they are conflicting duplicates, not used. Default: 2, the ±1-cycle noise of the measured files; raise it for a noisier profiler.")]
+def _tolerance(value: float | None) -> float | None:
+    if value is not None and not value >= 0:  # NaN fails this too
+        raise typer.BadParameter(f"{value} is not a number of cycles; accepted: a number >= 0 (inf: every run of a "
+                                 "case is a repeat)")
+    return value
+
+
+RepeatOpt = Annotated[Optional[float], typer.Option("--repeat-tolerance", callback=_tolerance, help="How many cycles apart runs of one case may read and still be repeats (averaged into one case); further apart they are conflicting duplicates, not used. Default: 2, the ±1-cycle noise of the measured files; raise it for a noisier profiler.")]
 StrategyOpt = Annotated[Optional[str], typer.Option("--strategy", help="Force an emission strategy (see `compare`; `default`: the implementation's choice, as without the option).")]
 def _model_name(name: str) -> str:
     from costmodel.models.registry import check_name

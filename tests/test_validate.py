@@ -143,8 +143,9 @@ def test_a_noisier_profiler_widens_what_counts_as_a_repeat(tmp_path):
     trace.to_csv(tmp_path / "t.csv", index=False)
     r = run("validate", str(tmp_path / "t.csv"), "--repeat-tolerance", "6", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["overall"]["repeats"] == 1
-    r = run("fit", str(tmp_path / "t.csv"), "--repeat-tolerance", "-1", "--dry-run")
-    assert r.returncode == 2 and "repeat-tolerance" in r.stderr
+    for bad in ("-1", "nan"):
+        r = run("fit", str(tmp_path / "t.csv"), "--repeat-tolerance", bad, "--dry-run")
+        assert r.returncode == 2 and "repeat-tolerance" in r.stderr and "accepted: a number >= 0" in r.stderr
 
 
 def test_strategies_are_paired_only_on_one_request_and_a_predicted_tie_is_each_pick_in_turn():
