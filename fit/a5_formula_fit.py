@@ -423,7 +423,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
         se = smooth.stderrs(first)
         report.append({"parameter": f"{label}, smooth, all forms:", "n_obs": n, "cv_mape": cv, "stderr": se["p1"],
                        **smooth.params(first)[0], **{f"se_{t}": se.get(t) for t in fm.P_TERMS},
-                       **{f"bound_{t}": whole for t, whole in smooth.bounded(first).items() if t in fm.P_TERMS}})
+                       **{f"bound_{t}": held for t, held in smooth.bounded(first).items() if t in fm.P_TERMS}})
     # an op nobody measured falls back to the body that measured ops doing the same work per chunk share (their
     # deviations left out): leave-one-op-out, such a body predicts each pooled op within 0.9-2.6 % MAPE
     bodies: dict[str, tuple[int, dict]] = {}

@@ -78,6 +78,14 @@ UPPER = {"d0": 120.0, "d1": 3.0, "d2": 30.0, "d3": 30.0, "off": 20.0, "a": 500.0
          "f": 500.0, "da": 30.0, "dp": 5.0}
 START = {"d0": 50.0, "d1": 1.0, "d2": 1.0, "d3": 4.0, "off": 0.0, "a": 40.0, "p": 1.0, "r": 0.0, "mr": 0.0, "mc": 0.0, "f": 0.0, "da": 0.0, "dp": 0.0}
 Q_START, Q_RANGE = 8.0, (1.5, 200.0)
+# what each fitted parameter (`SmoothFit.terms` names, before the `|`) is, as a fit report names it
+PART_NAMES = {"fg": "the one-chunk term all ops share", "f": "the body's one-chunk term", "off": "the loop-form offset",
+              "a": "the body's start", "p": "the body's per-chunk cost", "r": "the body's per-row cost",
+              "mr": "the body's per-row cost of multi-chunk rows", "mc": "the body's per-chunk change in multi-chunk rows",
+              "da": "the op's start off its shared body", "dp": "the op's per-chunk cost off its shared body",
+              "d0": "the dispatch start", "d1": "the dispatch per chunk", "d2": "the dispatch per row",
+              "d3": "the dispatch per multi-chunk row", "a0": "the address start", "al": "the address cost per load",
+              "as": "the address cost per store"}
 # FLAT_NOTE: a 1D program of one chunk runs its loop once, and a loop of one iteration is flattened (VfSim canonicalises
 # single-iteration loops, costmodel.md §8): it skips the loop's entry, so it costs a few cycles less than its body's
 # trend. The term is shared by every body (its own f deviates from it, pulled toward zero): one-chunk rows all sit in
@@ -207,14 +215,16 @@ class SmoothFit:
         var = float(g @ self.cov @ g)
         return float(np.sqrt(var)) if var > 0 else None
 
-    def bounded(self, key: dict[str, str]) -> dict[str, bool]:
-        """Return, per coefficient of a key (`terms`) that sums a parameter ending on a bound of the fit, whether every
-        parameter it sums does (True) or some (False): its standard error then says nothing of that part."""
+    def bounded(self, key: dict[str, str]) -> dict[str, tuple[bool, str]]:
+        """Return, per coefficient of a key (`terms`) that sums a parameter ending on a bound of the fit, (whether every
+        parameter it sums does, what those at a bound are: PART_NAMES): its standard error says nothing of them."""
         out = {}
         for t, ws in self.terms(key).items():
-            hit = [n in self.at_bound for n, w in ws.items() if w and n in self.names]
-            if any(hit):
-                out[t] = all(hit)
+            summed = [n for n, w in ws.items() if w and n in self.names]
+            held = [n for n in summed if n in self.at_bound]
+            if held:
+                out[t] = (len(held) == len(summed),
+                          ", ".join(dict.fromkeys(PART_NAMES.get(n.split("|", 1)[0], n) for n in held)))
         return out
 
     def stderrs(self, key: dict[str, str]) -> dict[str, float | None]:

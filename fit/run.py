@@ -171,12 +171,10 @@ def _a5_report(report: pd.DataFrame) -> pd.DataFrame:
 
     def coeff(r: dict, t: str) -> str:
         se, bound = r.get(f"se_{t}"), r.get(f"bound_{t}")
-        said = "" if bound is True or se is None or se != se else f"±{se:.2g}" + (
-            " !" if abs(se) > abs(r.get(t, 0.0)) else "")
-        if bound is True:
-            said += " (at a bound)"
-        elif bound is False:
-            said += " (partly at a bound)"
+        whole, what = bound if isinstance(bound, tuple) else (None, "")
+        said = "" if whole or se is None or se != se else f"±{se:.2g}" + (" !" if abs(se) > abs(r.get(t, 0.0)) else "")
+        if whole is not None:
+            said += f" ({'at' if whole else 'partly at'} a bound: {what})"
         return f"{t}={r.get(t, 0.0):.3g}{said}"
 
     rows = []

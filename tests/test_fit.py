@@ -1077,12 +1077,15 @@ def test_a_coefficient_held_by_a_bound_is_marked_in_the_report():
     inside = SimpleNamespace(x=np.array([-19.99, -19.99]), grad=np.array([0.5, -0.5]), active_mask=np.zeros(2))
     assert list(pressed_on_bound(inside, lo, hi)) == [True, False]  # the second's cost rises outward: it rests there
     report = pd.DataFrame([{"parameter": "TADD f32", "p0": 50.0, "p1": 1.1, "p5": -20.0, "se_p0": 5.0, "se_p1": 0.3,
-                            "se_p5": 270.0, "bound_p5": False, "stderr": 0.3, "n_obs": 31, "cv_mape": 1.2},
-                           {"parameter": "TCVT", "p0": 60.0, "p1": 0.0005, "se_p0": 2.0, "bound_p1": True,
+                            "se_p5": 270.0, "bound_p5": (False, "the one-chunk term all ops share"), "stderr": 0.3,
+                            "n_obs": 31, "cv_mape": 1.2},
+                           {"parameter": "TCVT", "p0": 60.0, "p1": 0.0005, "se_p0": 2.0,
+                            "bound_p1": (True, "the body's per-chunk cost"),
                             "stderr": None, "n_obs": 9, "cv_mape": 3.0}])
     text = list(_a5_report(report)["parameter"])
-    assert "p5=-20±2.7e+02 ! (partly at a bound)" in text[0] and "p0=50±5 p1=1.1±0.3 " in text[0]
-    assert text[1].endswith("p1=0.0005 (at a bound)")
+    assert "p5=-20±2.7e+02 ! (partly at a bound: the one-chunk term all ops share)" in text[0]
+    assert "p0=50±5 p1=1.1±0.3 " in text[0]
+    assert text[1].endswith("p1=0.0005 (at a bound: the body's per-chunk cost)")
 
 
 def test_a_fresh_fit_writes_its_own_rows_alone_and_a_table_missing_a_row_is_a_clean_refusal(tmp_path):
