@@ -244,7 +244,9 @@ def label(name: str) -> str:
 
 def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, source: str, n_rows: int):
     """Turn fitted columns into parameter-table rows (head/tail split back) and a report frame."""
-    val = dict(zip(fitted.names, fitted.values))
+    # every node's fitted value, the latent ones too (a class measured only through its dtype children, a family):
+    # a class no row measures takes its family's fitted value, not the family's prior
+    val = {**fitted.nodes, **dict(zip(fitted.names, fitted.values))}
     err = dict(zip(fitted.names, fitted.stderr))
     nobs = dict(zip(fitted.names, fitted.n_obs))
     ape = np.abs(cv_pred - y) / y * 100

@@ -1156,3 +1156,21 @@ def test_a_family_row_goes_with_the_key_whose_body_it_copies(tmp_path):
         write_params(rows(value, n, extent), path)
         got = {r.scope: r.value for r in read_table(path).rows if r.term == "p1"}
         assert got == ({"op": value, "family": value} if follows else {"op": 1.1, "family": 1.1})
+
+
+def test_an_unmeasured_a2a3_class_moves_with_its_fitted_family(tmp_path):
+    """A class no row measures is priced by its cost family's fitted value (a latent node of the fit), not by the
+    family's prior: measurements 10 % slower throughout move vsub (TSUB unmeasured, vadd's family) with them; it had
+    stayed at the reference value."""
+    from fit.a2a3_fit import fit_a2a3
+    from fit.traces import check_trace, read_trace
+
+    trace, _ = check_trace(read_trace(_synthetic_a2a3_trace(tmp_path)))
+    slow = trace.assign(measured_cycles=trace["measured_cycles"] * 1.1)
+    assert "TSUB" not in set(trace["op"])
+
+    def vsub(t):
+        fit, _ = fit_a2a3(t, k=3)
+        return next(r.value for r in fit.rows if (r.name, r.dtype, r.term) == ("vsub", "*", "per_repeat"))
+
+    assert 1.05 < vsub(slow) / vsub(trace) < 1.11
