@@ -69,7 +69,8 @@ def run(arch: str, path: Path, k: int) -> None:
     fit, _ = fit_arch(trace, k=k)
     seconds = time.perf_counter() - t0
     by_case, _ = fit_arch(trace, k=k, group_by="measurement")
-    choice = (f"shrink {fit.shrink}, dtype effects {fit.dtypes}" if arch == "a2a3"
+    choice = (f"shrink {fit.shrink}, dtype effects {fit.dtypes}, priors scaled by {fit.prior_scale:.3f}"
+              if arch == "a2a3"
               else f"shrink {fit.shrink}, pooling by {fit.pool}")
     shipped = validate_frame(trace).predictions
     used = _used_rows(arch, trace, fit).assign(cv_cycles=fit.cv_predictions, case_cycles=by_case.cv_predictions)

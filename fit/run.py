@@ -111,7 +111,9 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         y = a2["measured_cycles"].to_numpy(float)
         run.rows += list(fit.rows)
         run.sections.append({"arch": "a2a3", "model": "formula", "selection": fit.selection,
-                             "choice": f"shrink {fit.shrink}, dtype effects {fit.dtypes}", "report": fit.report,
+                             "choice": f"shrink {fit.shrink}, dtype effects {fit.dtypes}, reference constants scaled by "
+                                       f"{fit.prior_scale:.3f} (the median measured / reference ratio)",
+                             "report": fit.report,
                              "cv": summary(fit.cv_predictions, y), "validation": "cross-validated",
                              "fitted_rows": len(y), "notes": notes,
                              "accuracy": _accuracy_label(a2, k, group_by),
