@@ -101,7 +101,7 @@ def columns_of(key: str, dtypes: str) -> list[str]:
 
 def design(features: list[dict[str, float]], table: ParamTable, dtypes: str,
            unit: float = 1.0) -> tuple[np.ndarray, list[Column]]:
-    """Return the feature matrix over parameter columns and the column hierarchy; `unit` is the cycle the priors
+    """Return the feature matrix over parameter columns and the column hierarchy; `unit` is the factor the priors
     were scaled by (`scaled`), by which the columns' fixed sizes scale too."""
     fam = families()
     cols: dict[str, Column] = {}
