@@ -135,8 +135,26 @@ def own_verdicts(old: list[ParamRow], new: list[ParamRow]) -> dict[tuple, tuple[
         theirs, ours = reach_old.get(g, {}), reach_new.get(g, {})
         return all(ours[t] >= v for t, v in theirs.items() if t in ours)  # a fit that records no extent: unknown
 
-    return {g: (g not in n_old or (n > 0 and (n >= n_old[g] or (n >= MIN_OWN_OBS and spans(g)))), n, n_old.get(g, 0))
+    whole = _whole_refits(old, new)
+    return {g: (g not in n_old or (n > 0 and (n >= n_old[g] or (n >= MIN_OWN_OBS and spans(g))))
+                or (n == 0 and not n_old[g] and g[0] in whole), n, n_old.get(g, 0))
             for g, n in n_new.items()}
+
+
+def _whole_refits(old: list[ParamRow], new: list[ParamRow]) -> set[str]:
+    """Return the arches whose shared control rows the fit observed as often as the table's fit did (A2/A3: every
+    measured row reads them): a fit of as rich a trace, whose values for classes neither it nor the table observed
+    (their family's fitted value, moved with the trace's overall speed: fit/a2a3_fit.py) replace the table's. A
+    partial trace's guesses do not, and no guess replaces a value the table fitted from observations."""
+    def most(rows: list[ParamRow]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in rows:
+            if r.scope == "control":
+                out[r.arch] = max(out.get(r.arch, 0), r.n_obs)
+        return out
+
+    theirs, ours = most(old), most(new)
+    return {a for a, n in ours.items() if n > 0 and n >= theirs.get(a, 0)}
 
 
 def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:

@@ -1176,3 +1176,28 @@ def test_an_a2a3_fit_scales_with_its_trace_unmeasured_classes_too(tmp_path):
     assert values[0].keys() == values[1].keys()
     assert all(values[1][k] == pytest.approx(1.1 * v, rel=1e-6, abs=1e-9) for k, v in values[0].items())
     assert ("intrinsic", "vsub", "*", "per_repeat") in values[0]
+
+
+def test_an_unobserved_a2a3_class_is_replaced_by_a_whole_refit_only():
+    """A class no row measures carries its family's fitted value: a fit that observed the shared control rows as
+    often as the table's (a whole refit, e.g. the same campaign on slower hardware) replaces it, a partial trace's
+    guess does not (a 10 % slower refit left TAND, TNOT and TLOG where they were)."""
+    from dataclasses import replace
+
+    from costmodel.models.params import ParamRow
+    from fit.params_io import merge_rows
+
+    def rows(control_n, value):
+        return [ParamRow("a2a3", "intrinsic", "control", "*", "*", "", "*", "", "set_mask", value, None, control_n,
+                         None, "t"),
+                ParamRow("a2a3", "intrinsic", "intrinsic", "vand", "*", "", "*", "", "per_repeat", value, None, 0,
+                         None, "t")]
+
+    table = rows(63, 1.0)
+    for control_n, replaced in ((63, True), (70, True), (9, False)):
+        merged = {r.scope: r.value for r in merge_rows(table, rows(control_n, 1.1))[0]}
+        assert merged["intrinsic"] == (1.1 if replaced else 1.0)
+        assert merged["control"] == (1.1 if replaced else 1.0)
+    # ... and a guess never replaces a value the table fitted from observations
+    observed = [table[0], replace(table[1], n_obs=3)]
+    assert {r.scope: r.value for r in merge_rows(observed, rows(70, 1.1))[0]}["intrinsic"] == 1.0
