@@ -393,6 +393,7 @@ def predict(
     from . import render
 
     check_table_path(output)
+    _tables_in_use()
     trace = read_trace(cases)
     if trace.empty:
         raise PtoCostError(f"{cases}: a header and no rows; nothing to predict")
@@ -585,6 +586,15 @@ def _with_best_cycles(df, model: str):
         again = df.loc[other, cols].assign(strategy=best[other].to_numpy())
         out.loc[other, "best_cycles"] = sweep(again, model=model)["cycles"].to_numpy()
     return out
+
+
+def _tables_in_use() -> None:
+    """Raise PtoCostError (at its line) where the parameter tables in use cannot be read: a command that notes a
+    row's failure instead of stopping would otherwise note the damage on every row and exit 0."""
+    from costmodel.models import a5_pipeline_uarch, params
+
+    params.shipped()
+    a5_pipeline_uarch.shipped()
 
 
 def _reasons(df) -> list[dict]:

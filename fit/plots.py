@@ -396,6 +396,7 @@ def commonest_notes(notes: pd.Series) -> list[tuple[str, int]]:
     i8 and i64 are two kinds)."""
     notes = notes.astype(str)
     notes = notes[notes != ""]
-    kinds = notes.str.replace(r"(?<![A-Za-z_])\d+(?:\.\d+)?", "N", regex=True)
+    # a number (or shape, 1x200) not inside a name: f16 and e4m3 stay; 1x200 and 1x312 are one kind
+    kinds = notes.str.replace(r"(?<![A-Za-z_\d.])\d+(?:\.\d+)?(?:x\d+)*", "N", regex=True)
     counts = kinds.value_counts()
     return [(notes[kinds == k].iloc[0], int(n)) for k, n in counts.items()]

@@ -1128,10 +1128,14 @@ def test_a_damaged_parameter_table_is_refused_at_its_line(tmp_path, damage, why)
     bad.write_text("\n".join(damage(shipped_table.read_text().splitlines())) + "\n")
     with pytest.raises(PtoCostError, match=why):
         read_table(bad)
-    r = subprocess.run([sys.executable, "-m", "cli", "estimate", "TSUB", "--shape", "64x64", "--dtype", "f32",
-                        "--arch", "a5"], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                       env={**os.environ, "PTO_COST_PARAMS": str(bad)})
-    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    cases = tmp_path / "cases.csv"
+    cases.write_text("arch,op,dtype,rows,cols\na5,TSUB,f32,64,64\n")
+    for args in (["estimate", "TSUB", "--shape", "64x64", "--dtype", "f32", "--arch", "a5"],
+                 ["predict", str(cases), "-o", str(tmp_path / "out.csv")]):  # predict notes a row's failure: not this
+        r = subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, cwd=ROOT,
+                           timeout=300, env={**os.environ, "PTO_COST_PARAMS": str(bad)})
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert not (tmp_path / "out.csv").exists()
 
 
 def test_a_family_row_goes_with_the_key_whose_body_it_copies(tmp_path):

@@ -741,3 +741,16 @@ def test_tiles_make_request_refuses_are_refused_in_closed_form_in_its_words(monk
     expected = sweep(sub, vectorised=False)
     _no_fallback(monkeypatch)
     pd.testing.assert_frame_equal(sweep(sub), expected, **SAME_VALUES)
+
+
+def test_illegal_strategy_reasons_cover_the_first_shapes_past_the_limit(monkeypatch):
+    """Past WHY_LIMIT distinct shapes naming an illegal strategy, the first ones still get their reason and only the
+    rest point to `estimate` (it was all or nothing)."""
+    from costmodel.vector import output
+
+    monkeypatch.setattr(output, "WHY_LIMIT", 2)
+    frame = pd.DataFrame({"op": "TADD", "dtype": "f16", "rows": 1, "cols": [4096, 2048, 1024],
+                          "strategy": "1LNormSmall"})
+    notes = sweep(frame)["note"].astype(str)
+    given = notes.str.contains(r"not legal here: needs valid cols \(\d+\) <= 128 elements per repeat", regex=True)
+    assert given.sum() == 2 and notes[~given].str.contains("`pto-cost estimate` with it says why").all()

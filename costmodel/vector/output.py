@@ -32,7 +32,8 @@ class Strings:
 
 
 TEXT = ("strategy", "model", "best", "note")
-WHY_LIMIT = 256  # distinct shapes of one block's rows naming an illegal strategy that get their own reason
+WHY_LIMIT = 256  # distinct shapes of one block's rows naming an illegal strategy that get their own reason (the
+# others point to `estimate`)
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ class Entries:
         """Entries of rows with a table: `cycles` and `legal` are (strategies, rows), `default` indexes strategies
         (and is legal); `rows` are the input rows (a slice or positions); `best` and `dval` as `vector.best_of`
         fills them (computed here when not given); `caveats` the model's notes (none: every one ""); `why` says why
-        a named strategy is illegal at a row's shape (without it, or past WHY_LIMIT shapes, the note points to
+        a named strategy is illegal at a row's shape (without it, or past the first WHY_LIMIT shapes, the note points to
         `estimate`); `known()` the op's strategies, the order a note lists the legal ones in (as `estimate` does)."""
         from . import best_of
 
@@ -196,10 +197,10 @@ class Entries:
             bits = (legal[:, bad] * (1 << np.arange(S))[:, None]).sum(axis=0)
             combo = np.stack([asked[bad], bits], axis=1)
             uniq, inv = np.unique(combo, axis=0, return_inverse=True)
-            shapes = why.at(bad).T if why is not None else None
-            shaped = shapes is not None and len(np.unique(shapes, axis=0)) <= WHY_LIMIT
-            if shaped:  # one note per (asked, legal set, shape)
-                combo = np.concatenate([combo, shapes], axis=1)
+            if why is not None:  # one note per (asked, legal set, shape): the first WHY_LIMIT shapes, the rest -1
+                shapes = why.at(bad).T
+                first = (np.unique(shapes, axis=0, return_inverse=True)[1].ravel() < WHY_LIMIT)[:, None]
+                combo = np.concatenate([combo, np.where(first, shapes, -1)], axis=1)
                 uniq, inv = np.unique(combo, axis=0, return_inverse=True)
             notes = []
             order = {s: i for i, s in enumerate(known() if known is not None else strategies)}
@@ -209,7 +210,7 @@ class Entries:
                 if ask[a] < 0:
                     said = f"unknown strategy {self.asked[a]!r} for this op and arch"
                 else:
-                    reason = why.reason(tuple(shape), strategies[ask[a]]) if shaped else None
+                    reason = why.reason(tuple(shape), strategies[ask[a]]) if shape and shape[0] >= 0 else None
                     said = f"strategy {strategies[ask[a]]} is not legal here" + (
                         f": {reason}" if reason else " (`pto-cost estimate` with it says why)")
                 notes.append(self.strings.code(f"{said}; legal: {', '.join(names)}"))
