@@ -10,6 +10,7 @@ lower cross-validated error averaged over SELECTION_SEEDS fold assignments.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -392,7 +393,8 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
         the measured extent of the rows `idx` it was fitted on; `follows`: the op key whose body they copy."""
         for strategy in strategies:  # the extent of the rows of the strategy's 1D or 2D shape of loop
             same_shape = [i for i in idx if rows.dim[i] == strategy[:2]]
-            out.extend(_extent_rows(rows, same_shape, scope, name, dtype, dst, strategy, op_params, note(strategy)))
+            out.extend(dataclasses.replace(r, follows=follows)
+                       for r in _extent_rows(rows, same_shape, scope, name, dtype, dst, strategy, op_params, note(strategy)))
             got = smooth.params({**key, "strategy": strategy})
             if got is None:
                 continue
@@ -411,13 +413,26 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             member = member_of(key) + ("|" + key["strategy"][:2] if key["name"] in PER_FORM_BODIES else "")
             member_rows.setdefault(member, []).append(i)
             seen.setdefault(member, key)
+    def group(key: dict) -> tuple:
+        return ("a5", "vf", "op", key["name"], key["dtype"], key["dst_dtype"], key["op_params"])
+
+    # the dtypes of one op that share a body (DTYPE_FREE_SIGS) take their curve from one fit of it: their rows go
+    # with those of the dtype measured most (a TADD trace of narrow f32 rows, held, had rewritten f16's slope from
+    # them, 1.08 -> 0.08 cycles a chunk)
+    leader: dict[tuple, tuple[int, dict]] = {}
+    for member, key in seen.items():
+        shared = (key["name"], key["op_params"], body_of(key))
+        if len(member_rows[member]) > leader.get(shared, (0, {}))[0]:
+            leader[shared] = (len(member_rows[member]), key)
     for member, key in sorted(seen.items()):
         body = body_of(key)
         idx = member_rows[member]
         n, cv = len(idx), (float(np.nanmean(ape[idx])) if np.isfinite(ape[idx]).any() else None)
         measured = {rows.keys[i]["strategy"] for i in idx}
+        lead = leader[(key["name"], key["op_params"], body)][1]
         write("op", key["name"], key["dtype"], key["dst_dtype"], key["op_params"], key, strategies_of(key, measured), n,
-              cv, lambda s, m=measured: src if s in m else f"{src}; body measured in {', '.join(sorted(m))} only", idx)
+              cv, lambda s, m=measured: src if s in m else f"{src}; body measured in {', '.join(sorted(m))} only", idx,
+              follows=None if lead is key else group(lead))
         label = _readable(member, True) + ("" if body == member else f" (curve {_readable(body)})")
         first = {**key, "strategy": sorted(measured)[0]}
         se = smooth.stderrs(first)
@@ -456,5 +471,5 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     for fam, (n, key) in sorted(best.items()):
         write("family", fam, "*", "", "", key, strategies_of(key, {key["strategy"]}), n, None,
               lambda s, dt=key["dtype"]: f"{src}; smooth-form body of {dt} (the family's most measured)",
-              follows=("a5", "vf", "op", key["name"], key["dtype"], key["dst_dtype"], key["op_params"]))
+              follows=group(key))
     return out, report

@@ -159,8 +159,9 @@ def _whole_refits(old: list[ParamRow], new: list[ParamRow]) -> set[str]:
 
 def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
     """Return, per op key or intrinsic class the fit observed but whose table rows it does not replace (too few
-    observations, or fewer than the table's over a narrower extent: `own_verdicts`), what was kept: the key's fields,
-    the table's and the fit's observations, and a sentence saying so."""
+    observations, or fewer than the table's over a narrower extent: `own_verdicts`; or its curve is one fit with such
+    a key's: `ParamRow.follows`), what was kept: the key's fields, the table's and the fit's observations, and a
+    sentence saying so."""
     new = _with_coefficients(new)
     verdicts = own_verdicts(old, new)
     reach_old, reach_new = _extents(old), _extents(new)
@@ -168,6 +169,9 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
     for r in new:
         g = _group(r)
         replace, n_new, n_old = verdicts.get(g, (True, 0, 0))
+        lead = r.follows if r.scope in OWN_SCOPES and r.follows in verdicts else None
+        if lead is not None:
+            replace = verdicts[lead][0]
         if r.scope not in OWN_SCOPES or replace or not n_new or g in seen:
             continue
         seen.add(g)
@@ -175,7 +179,10 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
         what = " ".join(x for x in (r.arch, r.name, dtype, f"-> {r.dst_dtype}" if r.dst_dtype else "", r.op_params)
                         if x)
         times = f"{n_new} time{'s' if n_new != 1 else ''}"
-        if n_new < MIN_OWN_OBS:
+        if lead is not None:
+            why = (f"its curve is one fit with {' '.join(x for x in lead[3:] if x)}'s, whose table rows this trace does "
+                   "not replace")
+        elif n_new < MIN_OWN_OBS:
             why = f"this trace measures it {times}, fewer than the {MIN_OWN_OBS} that replace them"
         else:
             theirs, ours = reach_old.get(g, {}), reach_new.get(g, {})

@@ -1205,3 +1205,25 @@ def test_an_unobserved_a2a3_class_is_replaced_by_a_whole_refit_only():
     # ... and a guess never replaces a value the table fitted from observations
     observed = [table[0], replace(table[1], n_obs=3)]
     assert {r.scope: r.value for r in merge_rows(observed, rows(70, 1.1))[0]}["intrinsic"] == 1.0
+
+
+def test_dtypes_sharing_a_body_are_replaced_with_the_dtype_measured_most(tmp_path):
+    """TADD f16 and f32 share one fitted body (a chunk is the same work whatever the type): a trace whose f32 rows
+    are too few to replace the table's keeps f16 too, and says why (it had rewritten f16's slope from those rows)."""
+    from costmodel.models.params import ParamRow, read_table
+    from fit.params_io import write_params
+
+    lead = ("a5", "vf", "op", "TADD", "f32", "", "")
+
+    def row(dtype, value, n, follows=None):
+        return ParamRow("a5", "vf", "op", "TADD", dtype, "", "2d-no-post-update", "", "p1", value, None, n, None, "t",
+                        follows)
+
+    path = tmp_path / "p.csv"
+    write_params([row("f32", 1.0, 31), row("f16", 1.0, 1)], path, merge=False)
+    written = write_params([row("f32", 0.1, 3), row("f16", 0.1, 1, lead)], path)
+    assert {r.dtype: r.value for r in read_table(path).rows} == {"f32": 1.0, "f16": 1.0}
+    (f16,) = [h for h in written.held if h["dtype"] == "f16"]
+    assert "its curve is one fit with TADD f32's" in f16["message"]
+    written = write_params([row("f32", 1.2, 31), row("f16", 1.2, 1, lead)], path)
+    assert {r.dtype: r.value for r in read_table(path).rows} == {"f32": 1.2, "f16": 1.2} and not written.held
