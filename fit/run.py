@@ -111,8 +111,11 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
         y = a2["measured_cycles"].to_numpy(float)
         run.rows += list(fit.rows)
         run.sections.append({"arch": "a2a3", "model": "formula", "selection": fit.selection,
-                             "choice": f"shrink {fit.shrink}, dtype effects {fit.dtypes}, reference constants scaled by "
-                                       f"{fit.prior_scale:.3f} (the median measured / reference ratio)",
+                             "choice": f"shrink {fit.shrink}, dtype effects {fit.dtypes}"
+                                       + ("" if fit.chosen_by_cv else " (too few tile shapes to choose by cross-"
+                                          "validation: the public file's choice)")
+                                       + f", reference constants scaled by {fit.prior_scale:.3f} (the median "
+                                         "measured / reference ratio)",
                              "report": fit.report,
                              "cv": summary(fit.cv_predictions, y), "validation": "cross-validated",
                              "fitted_rows": len(y), "notes": notes,

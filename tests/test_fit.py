@@ -1227,3 +1227,18 @@ def test_dtypes_sharing_a_body_are_replaced_with_the_dtype_measured_most(tmp_pat
     assert "its curve is one fit with TADD f32's" in f16["message"]
     written = write_params([row("f32", 1.2, 31), row("f16", 1.2, 1, lead)], path)
     assert {r.dtype: r.value for r in read_table(path).rows} == {"f32": 1.2, "f16": 1.2} and not written.held
+
+
+def test_an_a2a3_trace_of_two_shapes_takes_the_public_choice_instead_of_a_two_fold_one(tmp_path):
+    """Two tile shapes make two folds, which cannot choose shrink and dtype effects (a TMINS-only trace chose none
+    and dropped the table's per-dtype rows, moving TMINS i32 from its measured 68 cycles to 56.6): such a fit takes
+    FALLBACK_CHOICE and says so; three shapes choose by cross-validation again."""
+    from fit.a2a3_fit import FALLBACK_CHOICE, fit_a2a3
+    from fit.traces import check_trace, read_trace
+
+    trace, _ = check_trace(read_trace(_synthetic_a2a3_trace(tmp_path)))
+    shapes = trace["rows"].astype(str) + "x" + trace["cols"].astype(str)
+    two = trace[shapes.isin(sorted(set(shapes))[:2])]
+    fit = fit_a2a3(two)[0]
+    assert not fit.chosen_by_cv and (fit.shrink, fit.dtypes) == FALLBACK_CHOICE and len(fit.selection) == 1
+    assert fit_a2a3(trace[shapes.isin(sorted(set(shapes))[:3])])[0].chosen_by_cv
