@@ -825,6 +825,7 @@ def fit_cmd(
                           "pipeline_output": None if run.pipeline is None else pipeline_output,
                           "bad_rows": [p.to_dict() for p in run.problems],
                           "repeats": run.repeats,  # rows that repeated a case, averaged into it
+                          "skipped": run.skipped,  # an arch whose rows could not be fitted, while another's were
                           "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in sec.items()}
                                    for sec in run.sections]})
     else:

@@ -353,6 +353,8 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
             con.print(f"  … and {len(by_line) - 12} more rows")
     if run.repeats:
         con.print(plain(f"{run.repeats} repeated run(s) of a case averaged into it: one observation per case"))
+    for why in run.skipped:
+        con.print(f"[yellow]skipped[/] {plain(why)}")
     for sec in run.sections:
         cv = sec["cv"]
         con.print(f"\n[bold]{sec['arch']} {sec['model']}[/]: " + plain(f"chose {sec['choice']}; {sec['accuracy']}: ")

@@ -23,6 +23,7 @@ class FitRun:
     pipeline: object = None
     traces: tuple[str, ...] = ()  # the files read
     repeats: int = 0  # rows that repeated a case already in the traces, averaged into it
+    skipped: list[str] = field(default_factory=list)  # an arch's fit that could not run while another's did: why
 
 
 def outliers(frame: pd.DataFrame, predicted: np.ndarray, *, floor: float = 5.0) -> pd.DataFrame:
@@ -100,10 +101,24 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
     arches = set(trace["arch"].str.lower())
     if model == "pipeline" and "a5" not in arches:
         raise TraceError("the pipeline model is A5's (its VF programs): the traces have no usable a5 rows")
+    def attempt(arch: str, fit_arch):
+        """Run one arch's formula fit; where its rows cannot be fitted (one tile shape, none lowered) while another
+        arch's can, say so and go on with the others."""
+        try:
+            return fit_arch(trace, k=k, seed=seed, source=source, group_by=group_by)
+        except TraceError as exc:
+            if arches <= {arch}:
+                raise
+            run.skipped.append(f"{arch} formula not fitted: {exc}")
+            return None
+
+    a2_fit = None
     if "a2a3" in arches and model in ("formula", "all"):
         from .a2a3_fit import fit_a2a3
 
-        fit, notes = fit_a2a3(trace, k=k, seed=seed, source=source, group_by=group_by)
+        a2_fit = attempt("a2a3", fit_a2a3)
+    if a2_fit is not None:
+        fit, notes = a2_fit
         a2 = trace[trace["arch"].str.lower() == "a2a3"].reset_index(drop=True)
         from .a2a3_fit import lower_rows as lower_a2a3
 
@@ -121,10 +136,13 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "fitted_rows": len(y), "notes": notes,
                              "accuracy": _accuracy_label(a2, k, group_by),
                              "outliers": outliers(a2, fit.insample)})
+    a5_fit = None
     if "a5" in arches and model in ("formula", "all"):
         from .a5_formula_fit import fit_a5_formula
 
-        fit, notes = fit_a5_formula(trace, k=k, seed=seed, source=source, group_by=group_by)
+        a5_fit = attempt("a5", fit_a5_formula)
+    if a5_fit is not None:
+        fit, notes = a5_fit
         a5 = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True).iloc[fit.kept].reset_index(drop=True)
         y = a5["measured_cycles"].to_numpy(float)
         run.rows += list(fit.rows)
@@ -165,6 +183,8 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "note_label": "check", "outliers": outliers(a5, pred), "validation": "in-sample",
                              "kept": (f"{len(pfit.kept)} parameter(s) this trace does not move, as {pfit.kept_from} "
                                       f"fitted them: {', '.join(pfit.kept)}" if pfit.kept else "")})
+    if not run.sections and run.skipped:  # every arch's fit failed: nothing was fitted
+        raise TraceError("; ".join(run.skipped))
     return run
 
 

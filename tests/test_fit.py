@@ -1242,3 +1242,24 @@ def test_an_a2a3_trace_of_two_shapes_takes_the_public_choice_instead_of_a_two_fo
     fit = fit_a2a3(two)[0]
     assert not fit.chosen_by_cv and (fit.shrink, fit.dtypes) == FALLBACK_CHOICE and len(fit.selection) == 1
     assert fit_a2a3(trace[shapes.isin(sorted(set(shapes))[:3])])[0].chosen_by_cv
+
+
+def test_an_arch_whose_rows_cannot_be_fitted_is_skipped_while_another_arch_fits(tmp_path):
+    """A trace mixing A5 rows with a single A2/A3 tile shape fits A5 and says why A2/A3 was not fitted (the whole fit
+    used to stop); a trace of that A2/A3 shape alone is still the one-line error."""
+    trace = _synthetic_a2a3_trace(tmp_path)
+    lines = trace.read_text().splitlines()
+    one = tmp_path / "one.csv"
+    one.write_text("\n".join(lines[:2]) + "\n")
+    a5 = tmp_path / "a5.csv"
+    rows = [("1", c, 60 + c // 64) for c in (64, 128, 256, 512, 640, 1280)] + [("4", 256, 90), ("8", 256, 120)]
+    a5.write_text("arch,op,dtype,rows,cols,measured_cycles\n" + "".join(f"a5,TADD,f32,{r},{c},{y}\n" for r, c, y in rows))
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(a5), str(one), "-o", str(tmp_path / "p.csv"),
+                        "--dry-run", "--json"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [f["arch"] for f in doc["fits"]] == ["a5"]
+    assert len(doc["skipped"]) == 1 and doc["skipped"][0].startswith("a2a3 formula not fitted: ")
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(one), "-o", str(tmp_path / "p.csv"), "--dry-run"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 2 and "add rows of another tile shape" in r.stderr and "Traceback" not in r.stderr
