@@ -328,6 +328,8 @@ def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, so
                 name = f"{base}:{cls}"
                 v = effective(name) if name in by_name else _prior(table, "intrinsic", cls, term)
                 add("intrinsic", cls, "*", term, v, err.get(name), nobs.get(name, 0), cv_of(name))
+                report.append({"parameter": name, "value": v, "stderr": err.get(name), "n_obs": nobs.get(name, 0),
+                               "cv_mape": cv_of(name)})
             continue
         h, t = _start_split(table, cls)
         fam_cls = families().get(cls, "default")

@@ -1263,3 +1263,19 @@ def test_an_arch_whose_rows_cannot_be_fitted_is_skipped_while_another_arch_fits(
     r = subprocess.run([sys.executable, "-m", "cli", "fit", str(one), "-o", str(tmp_path / "p.csv"), "--dry-run"],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 2 and "add rows of another tile shape" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_a2a3_report_lists_the_transfer_terms_it_fitted(tmp_path):
+    """A TLOAD trace fits the GM->UB transfer's per-call and per-byte cost: the report lists them with their
+    observations (it printed an empty table while saying 2 rows were refitted)."""
+    from fit.a2a3_fit import fit_a2a3
+    from fit.traces import check_trace, read_trace
+
+    rows = "".join(f"a2a3,TLOAD,f16,{r},{c},{r},{c},{250 + r * c * 2 * 0.008:.1f}\n"
+                   for r, c in ((16, 64), (32, 64), (64, 64), (16, 128), (64, 128)))
+    path = tmp_path / "tload.csv"
+    path.write_text("arch,op,dtype,rows,cols,valid_rows,valid_cols,measured_cycles\n" + rows)
+    trace, _ = check_trace(read_trace(path))
+    report = fit_a2a3(trace, k=3)[0].report
+    got = report[report["n_obs"] > 0].set_index("parameter")["n_obs"].to_dict()
+    assert got == {"copy_gm_to_ubuf_align per_call": 5, "copy_gm_to_ubuf_align per_byte": 5}
