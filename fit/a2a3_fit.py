@@ -104,10 +104,8 @@ def columns_of(key: str, dtypes: str) -> list[str]:
     return [f"{base}:{cls}"]
 
 
-def design(features: list[dict[str, float]], table: ParamTable, dtypes: str,
-           unit: float = 1.0) -> tuple[np.ndarray, list[Column]]:
-    """Return the feature matrix over parameter columns and the column hierarchy; `unit` is the factor the priors
-    were scaled by (`scaled`), by which the columns' fixed sizes scale too."""
+def design(features: list[dict[str, float]], table: ParamTable, dtypes: str) -> tuple[np.ndarray, list[Column]]:
+    """Return the feature matrix over parameter columns and the column hierarchy."""
     fam = families()
     cols: dict[str, Column] = {}
     values: list[dict[str, float]] = []
@@ -117,14 +115,14 @@ def design(features: list[dict[str, float]], table: ParamTable, dtypes: str,
             return
         if "~" in name:  # shared dtype adjustment, pulled toward no effect
             base = name.split("~")[0]
-            cols[name] = Column(name, None, 0.0, unit * (1.0 if base == "rep" else 5.0))
+            cols[name] = Column(name, None, 0.0, 1.0 if base == "rep" else 5.0)
             return
         parts = name.split(":")
         base = parts[0]
         if len(parts) == 1:  # control parameter
             term = KINDS[base][2]
             p = _prior(table, "control", "*", term)
-            cols[name] = Column(name, None, p, max(abs(p or unit), unit))
+            cols[name] = Column(name, None, p, max(abs(p or 1.0), 1.0))
             return
         cls = parts[1]
         if len(parts) == 3:
@@ -136,12 +134,12 @@ def design(features: list[dict[str, float]], table: ParamTable, dtypes: str,
         if base in ("xfer_call", "xfer_byte"):
             term = KINDS[base][2]
             p = _prior(table, "intrinsic", cls, term)
-            cols[name] = Column(name, None, p, max(abs(p or unit), 1e-3 * unit))
+            cols[name] = Column(name, None, p, max(abs(p or 1.0), 1e-3))
             return
         fname = f"{base}@{family}"
         if fname not in cols:
             p = family_prior(table, family, base)
-            cols[fname] = Column(fname, None, p, max(abs(p), unit * (1.0 if base == "rep" else 5.0)))
+            cols[fname] = Column(fname, None, p, max(abs(p), 1.0 if base == "rep" else 5.0))
         cols[name] = Column(name, fname, None, cols[fname].scale)
 
     for feats in features:
@@ -188,6 +186,12 @@ def scaled(table: ParamTable, r: float) -> ParamTable:
     as this hardware runs them, so a trace slower throughout fits as well as the original and moves every value
     alike (before, a 0.8x or 1.25x copy of the public A2/A3 file fitted at 11-12 % CV MAPE against 7.4 %)."""
     return ParamTable([replace(row, value=row.value * r) for row in table.rows], table.path)
+
+
+def scaled_columns(columns: list[Column], r: float) -> list[Column]:
+    """Return `design`'s columns as `design` on the `scaled` priors gives them, without rebuilding the feature
+    matrix: every prior and every size times `r` (sizes too, so the penalties weigh the same relative deviations)."""
+    return [replace(c, prior=None if c.prior is None else c.prior * r, scale=c.scale * r) for c in columns]
 
 
 def _fit(X, y, columns: list[Column], shrink: float, stderr: bool = True):
@@ -255,8 +259,7 @@ def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = ""
             for f in np.unique(folds):
                 tr, te = folds != f, folds == f
                 r = prior_scale(y[tr], reference[tr])  # from the training rows alone
-                fold_columns = design(feats, scaled(table, r), dtypes, r)[1]
-                pred[te] = _fit(X[tr], y[tr], fold_columns, shrink, stderr=False).predict(X[te])
+                pred[te] = _fit(X[tr], y[tr], scaled_columns(columns, r), shrink, stderr=False).predict(X[te])
             preds.append(pred)
         pred = preds[0]
         s = summary(pred, y)
@@ -267,8 +270,8 @@ def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = ""
             best = (key, shrink, dtypes, pred)
     _, shrink, dtypes, cv_pred = best
     r = prior_scale(y, reference)
-    table = scaled(table, r)
-    X, columns = design(feats, table, dtypes, r)
+    X, columns = design(feats, table, dtypes)
+    table, columns = scaled(table, r), scaled_columns(columns, r)
     fitted = _fit(X, y, columns, shrink)
     rows, report = _to_rows(fitted, columns, X, y, cv_pred, table, source, len(y))
     return (A2A3Fit(tuple(rows), report, cv_pred, fitted.predict(X), pd.DataFrame(results), shrink, dtypes, r,
