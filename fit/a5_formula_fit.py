@@ -24,6 +24,7 @@ from costmodel.models.params import ParamRow
 
 from .a5_smooth_fit import OFFSET_PRIOR, SmoothFit, fit_smooth, predict_smooth
 from .linear import fit_linear, grouped_folds, one_blas_thread
+from .params_io import op_group
 from .metrics import summary
 from .traces import fitted_groups, row_where, trace_request, trace_wording
 
@@ -414,7 +415,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             member_rows.setdefault(member, []).append(i)
             seen.setdefault(member, key)
     def group(key: dict) -> tuple:
-        return ("a5", "vf", "op", key["name"], key["dtype"], key["dst_dtype"], key["op_params"])
+        return op_group(key["name"], key["dtype"], key["dst_dtype"], key["op_params"])
 
     # the dtypes of one op that share a body (DTYPE_FREE_SIGS) take their curve from one fit of it: their rows go
     # with those of the dtype measured most (a TADD trace of narrow f32 rows, held, had rewritten f16's slope from

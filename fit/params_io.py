@@ -90,6 +90,20 @@ def replaces(new: ParamRow, old: ParamRow | None) -> bool:
 EXTENT_TERMS = ("max_chunks", "max_rows", "max_row_chunks")
 
 
+def op_group(name: str, dtype: str, dst_dtype: str, op_params: str) -> tuple:
+    """The `_group` of an A5 op key's rows (what a row's `follows` names)."""
+    return ("a5", "vf", "op", name, dtype, dst_dtype, op_params)
+
+
+def _decided_by(r: ParamRow, verdicts: dict) -> tuple | None:
+    """Return the group whose `own_verdicts` entry decides whether `r` replaces the table's row: the key it follows
+    (`ParamRow.follows`: a family row, or a dtype sharing the body of the one measured most), else its own group for
+    an op key or class row; None for a shared row (`replaces` decides)."""
+    if r.follows is not None and r.follows in verdicts:
+        return r.follows
+    return _group(r) if r.scope in OWN_SCOPES else None
+
+
 def _group(r: ParamRow) -> tuple:
     """The rows that are one fit's and go together: an A5 op body (op, types, variant) in every loop form, its forms
     sharing one fitted body (fit/a5_smooth_fit.py); an A2/A3 intrinsic class in every dtype, whose per-dtype rows a
@@ -168,11 +182,12 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
     out, seen = [], set()
     for r in new:
         g = _group(r)
-        replace, n_new, n_old = verdicts.get(g, (True, 0, 0))
-        lead = r.follows if r.scope in OWN_SCOPES and r.follows in verdicts else None
-        if lead is not None:
-            replace = verdicts[lead][0]
-        if r.scope not in OWN_SCOPES or replace or not n_new or g in seen:
+        if r.scope not in OWN_SCOPES or g in seen:
+            continue
+        _, n_new, n_old = verdicts.get(g, (True, 0, 0))
+        decider = _decided_by(r, verdicts)
+        lead = decider if decider != g else None
+        if verdicts.get(decider, (True, 0, 0))[0] or not n_new:
             continue
         seen.add(g)
         dtype = r.dtype if r.scope == "op" and r.dtype != "*" else ""
@@ -215,11 +230,8 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow]
     verdicts = own_verdicts(old, new)
     refit_classes = set()
     for r in new:
-        if r.follows is not None and r.follows in verdicts:  # a family row copies its key: they go together
-            take = verdicts[r.follows][0]
-        else:
-            take = verdicts[_group(r)][0] if r.scope in OWN_SCOPES else replaces(r, by_key.get(_key(r)))
-        if take:
+        decider = _decided_by(r, verdicts)
+        if replaces(r, by_key.get(_key(r))) if decider is None else verdicts[decider][0]:
             by_key[_key(r)] = r
             if r.scope == "intrinsic" and r.dtype == "*":
                 refit_classes.add((r.arch, r.form, r.name, r.term))
