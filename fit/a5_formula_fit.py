@@ -471,6 +471,6 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
             best[fam] = (n, key)
     for fam, (n, key) in sorted(best.items()):
         write("family", fam, "*", "", "", key, strategies_of(key, {key["strategy"]}), n, None,
-              lambda s, dt=key["dtype"]: f"{src}; smooth-form body of {dt} (the family's most measured)",
+              lambda s, dt=key["dtype"]: fm.family_body_source(src, dt),
               follows=group(key))
     return out, report

@@ -84,11 +84,26 @@ def _family_note(key: dict[str, str], types: str, variant: str, row) -> str:
     if name == "TCVT":
         return f"formula parameters of the family {family} ({types} was not measured)"
     if family == name or family.startswith(f"{name}:"):
-        measured = re.search(r"body of (\S+) \(", row.source) if row is not None else None
-        of = f"{name} {measured.group(1)}{variant}" if measured else f"the family {family}"
+        measured = family_body_dtype(row.source) if row is not None else ""
+        of = f"{name} {measured}{variant}" if measured else f"the family {family}"
         return f"{name} {types}{variant} was not measured: priced by the formula of {of} (extrapolated across dtypes)"
     return (f"{name} was not measured: formula parameters of the family {family} (inferred: it runs that family's "
             "programs)")
+
+
+FAMILY_BODY = "; smooth-form body of {dtype} (the family's most measured)"  # how a family row names its dtype
+
+
+def family_body_source(source: str, dtype: str) -> str:
+    """Return a family row's source: the fit's `source` naming the dtype whose body the row copies."""
+    return source + FAMILY_BODY.format(dtype=dtype)
+
+
+def family_body_dtype(source: str) -> str:
+    """Return the dtype a family row's source (`family_body_source`) says its body was fitted on, or ''."""
+    head, tail = FAMILY_BODY.split("{dtype}")
+    m = re.search(re.escape(head) + r"(\S+)" + re.escape(tail), source or "")
+    return m.group(1) if m else ""
 
 
 def family_of(key: dict[str, str]) -> str:
