@@ -290,12 +290,50 @@ def test_tcvt_emulation_matches_the_golden_for_every_pair_mode_and_saturation(pa
         plan = lower.lower(req, strategy)
         inputs = make_inputs(plan, 2)
         inputs["src"] = tcvt_inputs(src, dst, (rows, cols), rng)
-        before, after = emu.run(plan, inputs, 2)
+        before, after, _ = emu.run(plan, inputs, 2)
         d = plan.buffer("dst")
         got = after.tile(d.offset, d.tile)
         want = golden("TCVT", inputs["src"], valid=(vr, vc), dst_dtype=dst, round_mode=mode, saturation=sat,
                       out=before.tile(d.offset, d.tile))
         assert got.tobytes() == want.tobytes(), (pair, mode, sat, strategy)
+
+
+def _wrapping_plt(st, ins):
+    """plt with a uint32 counter that wraps below zero (the alternative isa.md §7.2 leaves open)."""
+    lanes = emu.VL * 8 // ins.bits
+    n = int(st.s[ins.counter]) % 2**32
+    pred = np.zeros(emu.VL, dtype=bool)
+    pred[:min(n, lanes) * ins.bits // 8] = True
+    st.p[ins.dst] = pred
+    st.s[ins.counter] = (n - lanes) % 2**32
+
+
+@settings(max_examples=40, deadline=None)
+@given(op=st.sampled_from([("TCVT", "f32", "f16"), ("TCVT", "f16", "f32"), ("TCVT", "f32", "fp8_e4m3"),
+                           ("TADD", "f32", ""), ("TEXP", "f16", ""), ("TROWSUM", "f32", "")]),
+       rows=st.integers(1, 3), units=st.integers(1, 5), data=st.data())
+def test_a_plan_not_flagged_as_relying_on_plt_saturation_runs_the_same_with_a_wrapping_counter(op, rows, units, data):
+    name, src, dst = op
+    cols = 64 * units
+    valid = (data.draw(st.integers(1, rows)), data.draw(st.integers(1, cols)))
+    req = make_request(name, (rows, cols), src, arch="a5", valid=valid, **({"dst_dtype": dst} if dst else {}))
+    for strategy in legal_strategies(req):
+        plan = lower.lower(req, strategy)
+        inputs = make_inputs(plan, 3)
+        _, saturating, read_spent = emu.run(plan, inputs, 3)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(emu, "_plt", _wrapping_plt)
+            _, wrapping, _ = emu.run(plan, inputs, 3)
+        if not read_spent:
+            assert np.array_equal(saturating.bytes, wrapping.bytes), (op, valid, strategy)
+
+
+def test_a_tcvt_tail_that_reads_a_spent_counter_says_it_assumes_plt_saturates():
+    tail = costmodel.estimate("TCVT", "1x128", "f32", arch="a5", dst_dtype="f16", valid="1x20",
+                              strategy="2d-no-post-update")
+    full = costmodel.estimate("TCVT", "1x128", "f32", arch="a5", dst_dtype="f16", strategy="2d-no-post-update")
+    assert tail.verified and "plt stops its counter at 0" in tail.verify_note
+    assert full.verified and "plt stops its counter at 0" not in full.verify_note
 
 
 DECIMAL_MODE = {"rint": ROUND_HALF_EVEN, "round": ROUND_HALF_UP, "floor": ROUND_FLOOR, "ceil": ROUND_CEILING,

@@ -46,6 +46,8 @@ class VfState:
         self.s: dict[str, object] = {}
         self.a: dict[str, tuple[int, int]] = {}  # pointer -> (bit address, element bits)
         self.env: dict[str, int] = {}
+        self.spent: set[str] = set()  # counters a plt drove below zero (held at 0 here)
+        self.read_spent = False  # whether a plt read such a counter: the result assumes plt saturates at 0
 
     def vreg(self, name: str) -> np.ndarray:
         return self.v.setdefault(name, np.zeros(VL, dtype=np.uint8))
@@ -232,6 +234,11 @@ def _plt(st: VfState, ins: Plt) -> None:
     pred = np.zeros(VL, dtype=bool)
     pred[:min(max(n, 0), lanes) * ins.bits // 8] = True
     st.p[ins.dst] = pred
+    # isa.md §7.2 gives n_out = n - lanes and leaves saturation at 0 UNKNOWN; a uint32 counter that wrapped would
+    # enable every lane of the next plt, so a plan that reads a spent counter is right only if it saturates
+    st.read_spent |= ins.counter in st.spent
+    if n < lanes:
+        st.spent.add(ins.counter)
     st.s[ins.counter] = max(n - lanes, 0)
 
 
@@ -267,6 +274,7 @@ def execute(body, st: VfState, ub: UnifiedBuffer) -> None:
             _plogic(st, ins)
         elif isinstance(ins, SetScalar):
             st.s[ins.dst] = ins.value
+            st.spent.discard(ins.dst)
         elif isinstance(ins, SetPtr):
             st.a[ins.dst] = (st.bases[ins.buf] * 8 + ins.offset * ins.bits, ins.bits)
         elif isinstance(ins, PtrAdd):
@@ -276,19 +284,24 @@ def execute(body, st: VfState, ub: UnifiedBuffer) -> None:
             raise TypeError(f"the A5 emulator cannot execute {type(ins).__name__}")
 
 
-def run_on(plan: Plan, ub: UnifiedBuffer) -> None:
-    """Execute every VF program of the plan on `ub`."""
+def run_on(plan: Plan, ub: UnifiedBuffer) -> bool:
+    """Execute every VF program of the plan on `ub`; return whether a plt read a counter an earlier plt had taken
+    below zero (the result then assumes the counter saturates at 0, isa.md §7.2 UNKNOWN)."""
     bases = {b.name: b.offset for b in plan.buffers}
+    read_spent = False
     for prog in plan.body:
         if not isinstance(prog, VfProgram):
             raise TypeError(f"an A5 plan holds VF programs, not {type(prog).__name__}")
-        execute(prog.body, VfState(bases), ub)
+        st = VfState(bases)
+        execute(prog.body, st, ub)
+        read_spent |= st.read_spent
+    return read_spent
 
 
-def run(plan: Plan, inputs: dict[str, np.ndarray], seed: int = 0) -> tuple[UnifiedBuffer, UnifiedBuffer]:
-    """Return (initial, final) UB images after running the plan with the given input tiles (UB 256 KiB)."""
+def run(plan: Plan, inputs: dict[str, np.ndarray], seed: int = 0) -> tuple[UnifiedBuffer, UnifiedBuffer, bool]:
+    """Return the (initial, final) UB images after running the plan with the given input tiles (UB 256 KiB), and
+    whether the result assumes plt saturates a spent counter at 0 (`run_on`)."""
     ub = initial_image(plan, inputs, _C.ub_bytes, seed)
     before = UnifiedBuffer.__new__(UnifiedBuffer)
     before.bytes = ub.bytes.copy()
-    run_on(plan, ub)
-    return before, ub
+    return before, ub, run_on(plan, ub)
