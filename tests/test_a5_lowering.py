@@ -510,3 +510,14 @@ def test_a_full_width_dynamic_tile_says_which_form_a_static_one_would_take():
     assert static.startswith("1d") and f"static valid shape the kernel emits {static}" in why
     padded = " ".join(lower.lower(make_request("TMINS", "64x80", "f16", arch="a5", valid="64x64")).notes)
     assert "2d" in padded and "static valid shape" not in padded
+
+
+def test_a_post_update_row_of_one_chunk_and_a_tail_says_why_it_costs_less_than_a_full_row():
+    import costmodel
+
+    tail = costmodel.estimate("TADD", "16x128", "f32", arch="a5", valid="16x100", strategy="2d-post-update",
+                              verify=False)
+    full = costmodel.estimate("TADD", "16x128", "f32", arch="a5", strategy="2d-post-update", verify=False)
+    assert tail.cycles < full.cycles
+    assert any("chunk loop runs once" in n for n in tail.notes)
+    assert not any("chunk loop runs once" in n for n in full.notes)

@@ -269,6 +269,12 @@ def _trips_of(t) -> str:
             + (f" in {t.rows} row{'s' if t.rows != 1 else ''}" if t.dim == "2d" else ""))
 
 
+# why a 2D post-update program whose rows hold one full chunk and a tail costs less than one of full rows of two chunks
+FLAT_ROWS = ("each row holds one full chunk and a tail, so its chunk loop runs once: priced as a flat row without the "
+             "per-row loop overhead, as VfSim canonicalises single-iteration loops (costmodel.md §8; no measured row "
+             "has this form, inferred), so it can cost less than a row of two full chunks")
+
+
 def _beyond_extent(table: ParamTable, key: dict[str, str], sig: str, t) -> tuple[str, str]:
     """Return notes (naming the plan's trip counts, naming none) when the plan runs more chunks, or more rows, than
     any measured row of its key (the extent the fit recorded), else ("", "")."""
@@ -397,6 +403,8 @@ class A5FormulaModel:
                                     f"whose chunks do the same work (body {sig})"}[src]
         chunk_size = _other_chunk_size(table, key, plan) if src == "family" and key["name"] == "TCVT" else ""
         extra = _beyond_extent(table, key, sig, t) if src == "key" else (chunk_size, chunk_size)
+        if t.flat and t.per_row >= 2:  # the flat-row term, not the row overhead of rows of several chunks, priced it
+            extra = ("; ".join(x for x in (extra[0], FLAT_ROWS) if x), extra[1])
         base = self.source_note
         # a key's own typical error is no caveat; a group's caveat names no trip counts (a sweep shares it)
         caveat = ("" if not elsewhere else measured_elsewhere("")) if src == "key" else base
