@@ -148,8 +148,10 @@ def test_col_reduce_plans_verify(op, dt, rows, col_blocks, data):
     vc = data.draw(st.integers(0, cols), label="vc")
     req = request(op, f"{rows}x{cols}", dt, valid=f"{vr}x{vc}")
     for s in lower.legal_strategies(req):
-        v = verify(lower.lower(req, s), seed=rows * 7 + vc)
+        plan = lower.lower(req, s)
+        v = verify(plan, seed=rows * 7 + vc)
         assert v.ok is True, (s, v.note, v.mismatches[:3])
+        assert (not plan.body) == any("returns early" in n for n in plan.notes) == (vr * vc == 0)
 
 
 def test_col_reduce_more_than_255_rows_verifies():

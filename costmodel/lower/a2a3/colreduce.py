@@ -116,4 +116,7 @@ def lower(req: Request, strategy: str) -> Plan:
         else:
             _linear(em, req, ELEMENTWISE[kernel])
     buffers = allocate("a2a3", list(req.tiles), scratch)
-    return Plan("a2a3", req.op, strategy, req, buffers, tuple(em.finish()))
+    # isa.md §3 TCOLMAX row: early return if R == 0 or C == 0
+    empty = () if src.valid_rows and src.valid_cols else ("empty valid region: nothing is issued (the instruction "
+                                                          "returns early)",)
+    return Plan("a2a3", req.op, strategy, req, buffers, tuple(em.finish()), empty)
