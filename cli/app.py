@@ -247,9 +247,11 @@ def plan(
         return
     render.write(p.listing() + "\n")
     if timeline:
-        note = f" (trips of shape loops clipped to {TIMELINE_TRIPS} for the timeline)" if clipped else ""
-        render.write(f"\n; pipeline simulation: {result.cycles:.2f} cycles{note}; `estimate` (model {e.model}) "
-                     f"gives {e.cycles:.2f}\n")
+        render.write(f"\n; pipeline simulation at the full trip counts: {result.cycles:.2f} cycles; `estimate` (model "
+                     f"{e.model}) gives {e.cycles:.2f}\n")
+        if clipped:
+            render.write(f"; the timeline simulates shape loops of at most {TIMELINE_TRIPS} trips: its trace ends at cycle "
+                         f"{tl.trace.end:.2f}\n")
         render.write(tl.to_text() + "\n")
         render.write(result.bottleneck_view().to_text() + "\n")
 

@@ -591,6 +591,8 @@ def test_json_says_what_the_text_says_of_a_timeline_and_a_comparison():
                          "--json").stdout)
     assert f"gives {doc['estimate']['cycles']:.2f}" in text and f"model {doc['estimate']['model']})" in text
     tl = doc["timeline"]
+    assert f"full trip counts: {doc['pipeline']['cycles']:.2f} cycles" in text
+    assert f"at most {tl['shape_trips_clipped_to']} trips: its trace ends at cycle {tl['cycles']:.2f}" in text
     assert f"... {tl['not_shown']} more dynamic instructions not shown" in text and tl["not_shown"] > 0
     assert tl["dynamic_instructions"] == len(tl["rows"]) + tl["not_shown"] and tl["shape_trips_clipped_to"] == 4
     doc = json.loads(run("compare", "TADD", "--shape", "4x64", "--json").stdout)
