@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from costmodel.models.a5_formula import family_body_dtype
 from costmodel.models.params import COLUMNS, FORMAT_VERSION, ParamRow, read_table
 
 from costmodel.errors import PtoCostError
@@ -104,6 +105,21 @@ def _decided_by(r: ParamRow, verdicts: dict) -> tuple | None:
     return _group(r) if r.scope in OWN_SCOPES else None
 
 
+def _family_replaces(r: ParamRow, old: ParamRow | None, verdicts: dict) -> bool:
+    """Whether `r` replaces the table's row `old` of its key (`_decided_by`). A family row (an unmeasured dtype's
+    price, copied from the op's most measured body) also needs the body it copies to be the one the table's copies,
+    or one measured as often: two TADD i64 rows must not reprice bf16 and i32 where the table copies f32's 31."""
+    decider = _decided_by(r, verdicts)
+    if decider is None:
+        return replaces(r, old)
+    if not verdicts[decider][0]:
+        return False
+    if r.scope != "family" or old is None or r.follows is None:
+        return True
+    body = family_body_dtype(old.source)  # '' where the table's row does not name it: the verdict decides
+    return r.n_obs >= old.n_obs or body in ("", r.follows[4])
+
+
 def _group(r: ParamRow) -> tuple:
     """The rows that are one fit's and go together: an A5 op body (op, types, variant) in every loop form, its forms
     sharing one fitted body (fit/a5_smooth_fit.py); an A2/A3 intrinsic class in every dtype, whose per-dtype rows a
@@ -180,8 +196,19 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
     verdicts = own_verdicts(old, new)
     reach_old, reach_new = _extents(old), _extents(new)
     out, seen = [], set()
+    by_key = {_key(r): r for r in old}
     for r in new:
         g = _group(r)
+        if r.scope == "family" and g not in seen and not _family_replaces(r, by_key.get(_key(r)), verdicts):
+            seen.add(g)
+            was = by_key[_key(r)]
+            body = family_body_dtype(was.source)
+            out.append({"arch": r.arch, "scope": r.scope, "name": r.name, "dtype": "*", "dst_dtype": r.dst_dtype,
+                        "op_params": r.op_params, "table_observations": was.n_obs, "trace_observations": r.n_obs,
+                        "message": f"{r.arch} {r.name} family {r.op_params or ''}".rstrip() + ": kept the table's "
+                                   f"prices of unmeasured dtypes ({body or 'another dtype'}'s body, {was.n_obs} "
+                                   f"observations); this trace's most measured {r.name} dtype, {r.follows[4]}, was "
+                                   f"measured {r.n_obs} time{'s' if r.n_obs != 1 else ''}"})
         if r.scope not in OWN_SCOPES or g in seen:
             continue
         _, n_new, n_old = verdicts.get(g, (True, 0, 0))
@@ -230,8 +257,7 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow]
     verdicts = own_verdicts(old, new)
     refit_classes = set()
     for r in new:
-        decider = _decided_by(r, verdicts)
-        if replaces(r, by_key.get(_key(r))) if decider is None else verdicts[decider][0]:
+        if _family_replaces(r, by_key.get(_key(r)), verdicts):
             by_key[_key(r)] = r
             if r.scope == "intrinsic" and r.dtype == "*":
                 refit_classes.add((r.arch, r.form, r.name, r.term))

@@ -1279,3 +1279,29 @@ def test_the_a2a3_report_lists_the_transfer_terms_it_fitted(tmp_path):
     report = fit_a2a3(trace, k=3)[0].report
     got = report[report["n_obs"] > 0].set_index("parameter")["n_obs"].to_dict()
     assert got == {"copy_gm_to_ubuf_align per_call": 5, "copy_gm_to_ubuf_align per_byte": 5}
+
+
+def test_a_family_row_copied_from_a_less_measured_dtype_keeps_the_tables(tmp_path):
+    """Two rows of TADD i64, which the table never measured, replace nothing the table's TADD f32 body prices: its
+    family rows (bf16, i32, ... copy f32's 31 observations) stay, and the fit says so (QA 47a: i32 moved by 24 %).
+    A new dtype measured as often as the table's leader does replace them."""
+    from costmodel.models.a5_formula import family_body_source
+    from costmodel.models.params import ParamRow, read_table
+    from fit.params_io import held_keys, write_params
+
+    def rows(dtype, value, n):
+        member = ("a5", "vf", "op", "TADD", dtype, "", "")
+        return [ParamRow("a5", "vf", "op", "TADD", dtype, "", "1d-post-update", "", "p1", value, None, n, None, "t"),
+                ParamRow("a5", "vf", "family", "TADD", "*", "", "1d-post-update", "", "p1", value, None, n, None,
+                         family_body_source("t", dtype), member)]
+
+    path = tmp_path / "p.csv"
+    write_params(rows("f32", 1.4, 31), path, merge=False)
+    old = list(read_table(path).rows)
+    (held,) = held_keys(old, rows("i64", 2.9, 2))
+    assert held["scope"] == "family" and "f32's body, 31 observations" in held["message"] and "i64" in held["message"]
+    write_params(rows("i64", 2.9, 2), path)
+    got = {(r.scope, r.dtype): r.value for r in read_table(path).rows if r.term == "p1"}
+    assert got == {("op", "f32"): 1.4, ("op", "i64"): 2.9, ("family", "*"): 1.4}
+    write_params(rows("i16", 1.6, 31), path)
+    assert {r.value for r in read_table(path).rows if r.scope == "family"} == {1.6}
