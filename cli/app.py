@@ -987,6 +987,13 @@ def sweep_cmd(
         render.emit_json(doc)
 
 
+def _after_writes() -> str:
+    """What a stopped run still wrote: the files it had replaced (each complete, with the new contents), or ''."""
+    from fit.io import COMMITTED
+
+    return f" after writing {', '.join(COMMITTED)}: complete, with the new contents" if COMMITTED else ""
+
+
 def main() -> None:
     """Console entry point: run the app; library errors and usage errors become one line on stderr, exit 2."""
     import signal
@@ -994,7 +1001,7 @@ def main() -> None:
     from costmodel.errors import PtoCostError
 
     def stop(signum, _frame):  # `kill`, `timeout`, a closed terminal: unwind (removing half-written files), quietly
-        sys.stderr.write(f"stopped by {signal.Signals(signum).name}\n")
+        sys.stderr.write(f"stopped by {signal.Signals(signum).name}{_after_writes()}\n")
         raise SystemExit(128 + signum)
 
     for name in ("SIGTERM", "SIGHUP"):
@@ -1024,7 +1031,7 @@ def main() -> None:
         else:
             raise
     if code == 130:
-        sys.stderr.write("aborted\n")
+        sys.stderr.write(f"aborted{_after_writes()}\n")
     sys.exit(code if isinstance(code, int) else 0)
 
 

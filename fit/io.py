@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -11,6 +13,29 @@ from typing import Iterator
 from costmodel.errors import PtoCostError
 
 TABLE_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+COMMITTED: list[str] = []  # the files this process replaced, complete, in order (what an interrupted run still wrote)
+
+
+HELD_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")  # what stops a run: Ctrl-C, `kill` or `timeout`, a closed terminal
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Run the block with HELD_SIGNALS held back: one arriving during it is delivered, to the handler it would have
+    met, once the block is done (in the main thread; elsewhere the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    held = [getattr(signal, n) for n in HELD_SIGNALS if hasattr(signal, n)]
+    previous = {s: signal.signal(s, lambda signum, frame: came.append(signum)) for s in held}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    for s in dict.fromkeys(came):
+        signal.raise_signal(s)
 
 
 @contextmanager
@@ -33,7 +58,9 @@ def atomic_paths(paths: list[str | os.PathLike]) -> Iterator[list[Path]]:
         for path, target in zip(paths, targets):
             tmps.append(_temporary_beside(path, target))
         yield tmps
-        _replace_all(tmps, targets)
+        with _signals_held():  # the renames, or putting the old files back, are never cut part-way
+            _replace_all(tmps, targets)
+            COMMITTED.extend(str(p) for p in paths)
     except BaseException:
         for tmp in tmps:
             tmp.unlink(missing_ok=True)

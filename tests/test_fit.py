@@ -645,6 +645,36 @@ def test_files_written_together_are_all_replaced_or_none(tmp_path, monkeypatch, 
     assert (a.read_text(), b.read_text()) == ("new a", "new b") and len(list(tmp_path.iterdir())) == 2
 
 
+def test_ctrl_c_during_the_renames_waits_for_them_and_the_run_says_what_it_wrote(tmp_path, monkeypatch):
+    """A SIGINT arriving while files written together are renamed is held until both are in place and the old files
+    kept aside are gone; it then stops the run, which names the files it replaced (QA 47a: `aborted` was printed over
+    a new table, and the old one's copy was left beside it)."""
+    import os
+    import signal
+
+    import fit.io as fio
+
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("old a")
+    b.write_text("old b")
+    real = os.replace
+
+    def interrupted(src, dst):
+        real(src, dst)
+        if dst == a:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    monkeypatch.setattr(fio, "COMMITTED", [])
+    with pytest.raises(KeyboardInterrupt):
+        with fio.atomic_paths([a, b]) as (ta, tb):
+            ta.write_text("new a")
+            tb.write_text("new b")
+    assert (a.read_text(), b.read_text()) == ("new a", "new b")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv"] and fio.COMMITTED == [str(a), str(b)]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_a_failed_rename_leaves_the_old_file(tmp_path, monkeypatch):
     """A single file whose rename fails keeps its old contents (the rollback of several files must not delete it)."""
     import os
