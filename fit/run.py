@@ -9,7 +9,7 @@ import pandas as pd
 
 from costmodel.errors import TraceError
 
-from .traces import (LINE, ROW_UNIT, Problem, check_trace, conflicting_duplicates, cv_groups, lacks_measured,
+from .traces import (LINE, REPEAT_TOLERANCE, ROW_UNIT, Problem, check_trace, conflicting_duplicates, cv_groups, lacks_measured,
                      average_repeats, read_trace)
 
 
@@ -61,6 +61,25 @@ def _a5_choice(fit, ops: list[str]) -> str:
     return f"the smooth form for {', '.join(smooth) or 'no op'}; {hard} for {', '.join(rest)}"
 
 
+def why_none(problems: list[Problem], tolerance: float | None) -> str:
+    """Say why no trace row is left: the rows left out as conflicting duplicates (with what would accept them), and
+    the rows otherwise refused (the first problems)."""
+    if not problems:
+        return "the traces hold a header and no data rows"
+    clash = [p for p in problems if p.message.startswith("conflicting duplicates")]
+    other = [p for p in problems if not p.message.startswith("conflicting duplicates")]
+    said = []
+    if clash:
+        spread = REPEAT_TOLERANCE if tolerance is None else tolerance
+        said.append(f"{len(clash)} rows measure a case another row measures more than {spread:g} cycles apart and were "
+                    f"left out (first: {clash[0].where}, {clash[0].message}); --repeat-tolerance CYCLES accepts a "
+                    "noisier profiler's repeats")
+    if other:
+        rows = len({(p.source, p.line) for p in other})
+        said.append(f"{rows} row{'s' if rows != 1 else ''} refused: " + "; ".join(str(p) for p in other[:3]))
+    return "; ".join(said)
+
+
 def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: int = 0, group_by: str = "shape",
                pipeline_base: str | None = None, tolerance: float | None = None) -> FitRun:
     """Fit the models of every arch present in the traces; returns the run (rows not yet written). The pipeline
@@ -94,8 +113,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
     trace, repeats = average_repeats(trace)
     trace = trace.reset_index(drop=True)
     if trace.empty:
-        raise TraceError("no usable trace rows: " + ("; ".join(str(p) for p in problems[:3]) if problems else
-                                                     "the traces hold a header and no data rows"))
+        raise TraceError(f"no usable trace rows: {why_none(problems, tolerance)}")
     run = FitRun(problems, traces=tuple(Path(p).name for p in paths), repeats=repeats)
     source = "+".join(sorted(trace["trace"].unique()))
     arches = set(trace["arch"].str.lower())

@@ -920,6 +920,24 @@ def test_traces_fitted_together_must_agree_on_a_case(tmp_path):
                                                                    ("other.csv", 2, "measured_cycles")}
 
 
+def test_traces_that_only_disagree_say_so_and_what_accepts_them(tmp_path):
+    """Two traces of the same cases 10 % apart leave no row: the error counts the conflicting rows and names
+    --repeat-tolerance, instead of quoting the first malformed row as if it were the cause (QA 47a)."""
+    from costmodel.errors import TraceError
+    from fit.run import fit_traces
+
+    trace = _synthetic_a2a3_trace(tmp_path)
+    frame = pd.read_csv(trace)
+    frame["measured_cycles"] *= 1.1
+    slower = tmp_path / "slower.csv"
+    frame.to_csv(slower, index=False)
+    with pytest.raises(TraceError) as err:
+        fit_traces([str(trace), str(slower)])
+    assert f"no usable trace rows: {2 * len(frame)} rows measure a case another row measures more than 2 cycles" \
+           f" apart" in str(err.value) and "--repeat-tolerance" in str(err.value)
+    assert fit_traces([str(trace), str(slower)], k=2, tolerance=1e9).rows
+
+
 def test_a_refitted_class_replaces_its_per_dtype_rows_and_repeats_are_one_observation(tmp_path):
     """A2/A3: a class refitted without dtype effects drops the table's (class, dtype) rows that would hide it; a
     trace's repeated runs of a case are averaged into one observation (they must not outvote the shared rows)."""
