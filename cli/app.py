@@ -761,7 +761,7 @@ def _measured_points(path: str, df, x: str, fixed: str, dst: str | None, params:
 @app.command("fit", cls=_Command)
 def fit_cmd(
     traces: Annotated[list[str], typer.Argument(help="Measured traces (CSV or Parquet), e.g. ../shared/measured/*.csv.")],
-    output: Annotated[str, typer.Option("--output", "-o", help="Parameter table to write: fitted rows merged into the file, or into the table in use when it does not exist yet (the models read it when PTO_COST_PARAMS names the file).")] = "data/formula_params.csv",
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Formula parameter table to write (default data/formula_params.csv): fitted rows merged into the file, or into the table in use when it does not exist yet (the models read it when PTO_COST_PARAMS names the file). --model pipeline writes --pipeline-output instead.")] = None,
     cv: Annotated[int, typer.Option("--cv", min=2, help="Folds of the cross-validation (form choice and reported CV error); fewer folds train on fewer shapes, so the error rises (A2/A3: 19.4 % MAPE with 3 folds against 7.4 % with 5); at most one fold per shape (or case).")] = 5,
     cv_group: Annotated[str, typer.Option("--cv-group", help="What a fold holds out whole: shape (every op at a tile shape) or measurement (one measured case; other ops at its shape stay in).")] = "shape",
     model: Annotated[str, typer.Option("--model", "-m", help="formula, pipeline or all. The formula fit of the public A5 file takes 30-45 s on an idle 2-core machine (longer while other work runs); the pipeline fit (pipeline, all) simulates every measured program many times and takes minutes.")] = "formula",
@@ -785,6 +785,10 @@ def fit_cmd(
     cv_group = choice(cv_group, CV_GROUPINGS, "--cv-group")
     if pipeline_output is not None and model == "formula":
         raise PtoCostError("--pipeline-output needs --model pipeline or all (the formula fit writes only -o)")
+    if output is not None and model == "pipeline":
+        raise PtoCostError("-o names the formula table, which --model pipeline does not write; give --pipeline-output "
+                           "(or --model all for both)")
+    output = output or "data/formula_params.csv"
     pipeline_output = pipeline_output or "data/a5_pipeline_params.csv"
     try:  # before a fit of up to minutes: where it will write must take the result (a dry run fails as the run would)
         _check_fit_outputs(model, output, pipeline_output)

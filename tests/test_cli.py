@@ -142,6 +142,7 @@ def test_bad_trace_files_are_one_line_exit_2(tmp_path):
     (["estimate", "TADDS", "--shape", "8x64", "--dtype", "f32", "--scalar", "1e400"], "too large for a double"),
     (["estimate", "TADDS", "--shape", "8x64", "--dtype", "i32", "--scalar", "010"], "'010' has a leading zero"),
     (["fit", "x.csv", "--pipeline-output", "p.csv"], "--pipeline-output needs --model pipeline or all"),
+    (["fit", "x.csv", "--model", "pipeline", "-o", "f.csv"], "-o names the formula table"),
     (["estimate", "TDIVS", "--shape", "8x64", "--dtype", "f16", "--scalar", "1e-10"], "rounds to 0 in f16 and divides by zero"),
     (["estimate", "TREMS", "--shape", "8x64", "--dtype", "i32", "--scalar", "16777217"], "must be within ±16777216"),
     (["estimate", "TMINS", "--dtype", "f16"], "--shape"),
