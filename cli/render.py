@@ -347,8 +347,7 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
             by_line.setdefault(p.where, []).append(f"{p.column}: {p.message}")
         con.print(f"[yellow]{len(by_line)} trace row(s) left out:[/]")
         for where, msgs in list(by_line.items())[:12]:
-            more = f" (+{len(msgs) - 1} more problem{'s' if len(msgs) > 2 else ''} on this row)" if len(msgs) > 1 else ""
-            con.print(plain(f"  {where}: {msgs[0]}{more}"))
+            con.print(plain(f"  {where}: {'; '.join(msgs)}"))
         if len(by_line) > 12:
             con.print(f"  … and {len(by_line) - 12} more rows")
     if run.repeats:
@@ -357,11 +356,14 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
         con.print(f"[yellow]skipped[/] {plain(why)}")
     for sec in run.sections:
         cv = sec["cv"]
+        scores = (f"MAPE {cv['mape']:.2f} %, median {cv['median_ape']:.2f} %, worst {cv['worst_ape']:.1f} %, "
+                  f"within 5 % {cv['within_5']:.0f} % over {cv['n']} rows" if cv["n"] else
+                  f"no error to report: none of the {sec.get('fitted_rows', 0)} rows could be priced by a fit that did "
+                  "not see it (nothing like them was in the other folds)")
         con.print(f"\n[bold]{sec['arch']} {sec['model']}[/]: " + plain(f"chose {sec['choice']}; {sec['accuracy']}: ")
-                  + f"MAPE {cv['mape']:.2f} %, median {cv['median_ape']:.2f} %, worst {cv['worst_ape']:.1f} %, "
-                  f"within 5 % {cv['within_5']:.0f} % over {cv['n']} rows"
+                  + scores
                   + (f" ({sec['fitted_rows'] - cv['n']} more no held-out fit could price: nothing like them was in "
-                     "the other folds)" if sec.get("fitted_rows", cv["n"]) > cv["n"] else ""))
+                     "the other folds)" if sec.get("fitted_rows", cv["n"]) > cv["n"] > 0 else ""))
         for note in sec.get("notes", []):
             con.print(f"  [yellow]{sec.get('note_label', 'skipped')}[/] {plain(note)}")
         if sec.get("kept"):

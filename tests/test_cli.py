@@ -633,3 +633,11 @@ def test_compare_given_a_strategy_says_estimate_prices_one():
     r = run("compare", "TMINS", "--shape", "64x64", "--dtype", "f16", "--strategy", "1LNorm")
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert "takes no --strategy" in r.stderr and "pto-cost estimate TMINS ... --strategy 1LNorm" in r.stderr
+
+
+def test_a_fit_no_held_out_row_could_price_reports_no_nan(tmp_path):
+    trace = tmp_path / "i64.csv"
+    trace.write_text("arch,op,dtype,rows,cols,measured_cycles\na5,TADD,i64,8,64,100\na5,TADD,i64,1,64,60\n")
+    r = run("fit", str(trace), "-o", str(tmp_path / "p.csv"), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "nan" not in r.stdout and "none of the 2 rows could be priced by a fit that did not see it" in r.stdout
