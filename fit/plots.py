@@ -390,13 +390,35 @@ def _first_reason(sub: pd.DataFrame, grid: pd.DataFrame, most: int = 110) -> str
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
+# a number (or shape, 1x200) not inside a name: f16 and e4m3 stay; 1x200 and 1x312 are one kind
+NUMBER = r"(?<![A-Za-z_\d.])\d+(?:\.\d+)?(?:x\d+)*"
+
+
 def commonest_notes(notes: pd.Series) -> list[tuple[str, int]]:
-    """Return [(a note, how many share its kind)], most shared first, over the non-empty notes: notes that differ only
-    in their numbers are one kind, shown by its first note (the digits of a type name, i8 or e4m3, are no number:
-    i8 and i64 are two kinds)."""
+    """Return [(a note, how many share its kind)], most shared first (then in order of appearance), over the non-empty
+    notes: notes that differ only in their numbers are one kind, shown with each number its notes share, or the range
+    they span ("needs 409600–1228800 B"); the digits of a type name, i8 or e4m3, are no number: i8 and i64 are two
+    kinds."""
     notes = notes.astype(str)
-    notes = notes[notes != ""]
-    # a number (or shape, 1x200) not inside a name: f16 and e4m3 stay; 1x200 and 1x312 are one kind
-    kinds = notes.str.replace(r"(?<![A-Za-z_\d.])\d+(?:\.\d+)?(?:x\d+)*", "N", regex=True)
-    counts = kinds.value_counts()
-    return [(notes[kinds == k].iloc[0], int(n)) for k, n in counts.items()]
+    counts = notes[notes != ""].value_counts(sort=False)  # distinct notes in order of appearance: few, however many rows
+    if counts.empty:
+        return []
+    distinct = pd.Series(counts.index, index=counts.index)
+    kinds = distinct.str.replace(NUMBER, "N", regex=True)
+    totals = counts.groupby(kinds.values, sort=False).sum()
+    order = sorted(range(len(totals)), key=lambda i: -totals.iloc[i])
+    return [(_spanned(distinct[kinds == totals.index[i]].tolist()), int(totals.iloc[i])) for i in order]
+
+
+def _spanned(members: list[str]) -> str:
+    """Return the first note of a kind with each number that differs among `members` shown as the range they span."""
+    import re
+
+    numbers = [re.findall(NUMBER, m) for m in members]
+    def key(text: str) -> tuple[float, ...]:
+        return tuple(float(x) for x in text.split("x"))
+    spans = iter([(min(col, key=key), max(col, key=key)) for col in zip(*numbers)])
+    def show(_match) -> str:
+        lo, hi = next(spans)
+        return lo if lo == hi else f"{lo}–{hi}"
+    return re.sub(NUMBER, show, members[0])
