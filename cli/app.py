@@ -411,6 +411,8 @@ def predict(
         + (f", {len(df) - n_ok} with a reason in `note`" if n_ok < len(df) else "")
         + (f"; the input's own {', '.join(replaced)} column{'s' if len(replaced) > 1 else ''} replaced" if replaced
            else "")))
+    if not n_ok:  # the file holds each row's reason; a script must still see that nothing was priced (as validate)
+        raise PtoCostError(f"no row could be priced ({output} holds each row's reason): {_main_reason(df, 'row')}")
 
 
 @app.command(cls=_Command)
@@ -607,15 +609,15 @@ def _reasons(df) -> list[dict]:
     return [{"reason": text, "points": n} for text, n in commonest_notes(df["note"])]
 
 
-def _main_reason(df) -> str:
-    """The two notes most points share (reasons that differ only in their numbers are one), with their counts, and
-    how many other reasons there are."""
+def _main_reason(df, unit: str = "point") -> str:
+    """The two notes most points (or rows: `unit`) share (reasons that differ only in their numbers are one), with
+    their counts, and how many other reasons there are."""
     from fit.plots import commonest_notes
 
     common = commonest_notes(df["note"])
     if len(common) <= 1:
         return common[0][0] if common else "no reason given"
-    shown = "; ".join(f"{text} ({n} point(s))" for text, n in common[:2])
+    shown = "; ".join(f"{text} ({n} {unit}{'s' if n != 1 else ''})" for text, n in common[:2])
     return shown + (f" (and {len(common) - 2} other reason(s))" if len(common) > 2 else "")
 
 

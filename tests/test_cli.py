@@ -641,3 +641,15 @@ def test_a_fit_no_held_out_row_could_price_reports_no_nan(tmp_path):
     r = run("fit", str(trace), "-o", str(tmp_path / "p.csv"), "--dry-run")
     assert r.returncode == 0, r.stderr
     assert "nan" not in r.stdout and "none of the 2 rows could be priced by a fit that did not see it" in r.stdout
+
+
+def test_predict_that_prices_no_row_writes_the_reasons_and_exits_2(tmp_path):
+    import pandas as pd
+
+    cases = tmp_path / "c.csv"
+    cases.write_text("arch,op,dtype,rows,cols\na2a3,TADD,f32,8,64\na2a3,TMINS,f16,8,64\n")
+    out = tmp_path / "o.csv"
+    r = run("predict", str(cases), "-o", str(out), "--model", "pipeline")
+    assert r.returncode == 2 and "no row could be priced" in r.stderr and "a5 only" in r.stderr, r.stderr
+    assert pd.read_csv(out)["note"].str.contains("a5 only").all()
+    assert run("predict", str(cases), "-o", str(out)).returncode == 0

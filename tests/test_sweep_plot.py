@@ -825,7 +825,7 @@ def test_plot_reads_arch_and_strategy_names_in_any_case_and_names_the_main_reaso
             str(trace), "--strategy", "DEFAULT", "-o", str(tmp_path / "p.png"))
     assert r.returncode == 0 and "nothing overlaid" not in r.stderr, r.stderr
     one_line_error(run("plot", "TPOW", "--dtype", "i8", "--arch", "a5", "-o", str(tmp_path / "q.png")),
-                   "TPOW has no A5 VF lowering for i8 (lowered for: f32 i16 u16 i32 u32) (32 point(s))")
+                   "TPOW has no A5 VF lowering for i8 (lowered for: f32 i16 u16 i32 u32) (32 points)")
     # reasons that differ only in their numbers are one
     r = run("plot", "TADD", "--rows", "100000", "--cols", "16:64:16", "-o", str(tmp_path / "q.png"))
     one_line_error(r, "no point of the grid could be modelled: operands need")
