@@ -465,9 +465,11 @@ def _arch_rules(inst, arch, dt, tiles, params):
         raise ParamError(f"in_place is modelled on a2a3 for elementwise ops only ({', '.join(ELEMENTWISE)}), not "
                          f"{inst.name} ({inst.family})")
     if "vf_impl_kind" in params:
-        if arch != "a5":
-            raise ParamError(f"vf_impl_kind selects the A5 VF loop form; {arch} has no VF (use --strategy)")
         params["vf_impl_kind"] = vf_impl_kind(params["vf_impl_kind"])
+        # VFIMPL_DEFAULT asks for nothing: a profiler writing one file for both arches fills it on every row
+        if arch != "a5" and params.pop("vf_impl_kind") != "VFIMPL_DEFAULT":
+            raise ParamError(f"vf_impl_kind selects the A5 VF loop form; {arch} has no VF (use --strategy; "
+                             "VFIMPL_DEFAULT or 0 is accepted there as no request)")
     precision = str(params.get("precision", "default")).strip().lower()
     if precision not in ("default", ""):
         accepted = PRECISIONS.get(inst.name, ()) if arch == "a5" else ()

@@ -304,3 +304,18 @@ def test_a_sweep_takes_the_default_arch_as_estimate_does(monkeypatch):
     shipped = _slim(Frame(pd.DataFrame({"op": "TADD", "dtype": "f32", "rows": [4, 8], "cols": 64})))
     assert shipped["arch"].tolist() == ["a5", "a5"]
 
+
+
+def test_vf_impl_kind_default_is_no_request_on_a2a3_and_any_other_is_refused():
+    """A profiler writing one trace for both arches fills VFIMPL_DEFAULT on every row: on A2/A3 it asks for nothing,
+    while a kind that picks a loop form has nothing to pick there (QA 47a)."""
+    import costmodel
+    from costmodel.errors import ParamError
+
+    plain = costmodel.estimate("TADD", "8x64", "f32", verify=False)
+    for kind in ("VFIMPL_DEFAULT", "default", 0):
+        asked = costmodel.estimate("TADD", "8x64", "f32", verify=False, vf_impl_kind=kind)
+        assert (asked.cycles, asked.strategy) == (plain.cycles, plain.strategy)
+    for kind in ("VFIMPL_1D_POST_UPDATE", 2):
+        with pytest.raises(ParamError, match="a2a3 has no VF"):
+            costmodel.estimate("TADD", "8x64", "f32", verify=False, vf_impl_kind=kind)
