@@ -117,9 +117,25 @@ def read_trace(path: str | os.PathLike) -> pd.DataFrame:
         raise
     except ImportError:
         raise TraceError(f"{path}: reading Parquet needs pyarrow (pip install 'pto-cost[parquet]')") from None
-    except Exception as exc:  # pandas raises several parser error types
-        raise TraceError(f"{path}: not a readable CSV/Parquet trace ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+    except Exception as exc:  # pandas (and pyarrow) raise several parser error types
+        said = str(exc).splitlines()[0] if str(exc) else ""
+        said = said.split(". ")[0].replace(f" '{path}'", "")  # the path leads the message already
+        kind = "Parquet" if path.suffix.lower() in (".parquet", ".pq") else "CSV"
+        raise TraceError(f"{path}: not a readable {kind} trace ({type(exc).__name__}: {said})") from None
     return normalise_trace(df, name=str(path), lines=lines)
+
+
+def _check_utf8(path: Path) -> None:
+    """Raise TraceError unless the file is UTF-8 text (a byte-order mark allowed), naming the first line that is not."""
+    raw = path.read_bytes()
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in raw[:4096]:
+        raise TraceError(f"{path}: not UTF-8 text (it looks UTF-16); save the trace as UTF-8")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise TraceError(f"{path}: line {line} is not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the trace as "
+                         "UTF-8") from None
 
 
 def _record_lines(path: Path) -> list[int]:
@@ -128,11 +144,15 @@ def _record_lines(path: Path) -> list[int]:
     fields silently)."""
     import csv
 
+    _check_utf8(path)
     with open(path, newline="", encoding="utf-8", errors="replace") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None:
             raise TraceError(f"{path}: empty file; a trace needs a header row ({', '.join(REQUIRED)}, ...)")
+        if header and header[0].lstrip().startswith("#"):
+            raise TraceError(f"{path}: line 1 is a comment, not the header; a trace starts with its header row "
+                             f"({', '.join(REQUIRED)}, ...) and has no comment lines")
         starts, bad, at, first = [], [], reader.line_num + 1, {}
         for row in reader:
             if row and not (len(row) == 1 and not row[0].strip()):  # pandas skips whitespace-only lines too
@@ -145,7 +165,8 @@ def _record_lines(path: Path) -> list[int]:
         line, n = bad[0]
         more = f" (and {len(bad) - 1} more line(s))" if len(bad) > 1 else ""
         hint = ("a trace has no comment lines: remove it" if first[line].lstrip().startswith("#")
-                else "quote fields that contain commas")
+                else "quote fields that contain commas" if n > len(header)
+                else "give every column a value, an empty one between two commas")
         raise TraceError(f"{path}: line {line} has {n} fields but the header has {len(header)}{more}; {hint}")
     return starts
 

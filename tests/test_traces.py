@@ -205,8 +205,20 @@ def test_missing_columns_and_unreadable_files(tmp_path):
         read_trace(tmp_path / "nope.csv")
     bad = tmp_path / "b.parquet"
     bad.write_bytes(b"not parquet")
-    with pytest.raises(TraceError, match="not a readable"):
+    with pytest.raises(TraceError, match="not a readable Parquet trace") as err:
         read_trace(bad)
+    assert str(err.value).count(str(bad)) == 1
+    header = "arch,op,dtype,rows,cols\n"
+    for text, said in ((header + "a5,TADD,f32,8\n", "line 2 has 4 fields but the header has 5; give every column"),
+                       (header + "a5,TADD,f32,8,64,1\n", "quote fields that contain commas"),
+                       ("# profiled\n" + header + "a5,TADD,f32,8,64\n", "line 1 is a comment, not the header")):
+        with pytest.raises(TraceError, match=re.escape(said)):
+            read_trace(write(tmp_path, text, header=""))
+    for encoding, said in (("utf-16", "not UTF-8 text (it looks UTF-16)"), ("latin-1", "line 2 is not UTF-8 text")):
+        f = tmp_path / f"{encoding}.csv"
+        f.write_bytes((header + "a5,TADD,f32,8,64 é\n").encode(encoding))
+        with pytest.raises(TraceError, match=re.escape(said)):
+            read_trace(f)
 
 
 def test_predict_gives_nan_and_reason_never_aborts(tmp_path):
