@@ -438,9 +438,14 @@ def local_cluster(workers: int = 2, *, processes: bool = True):
     import dask
     from dask.distributed import LocalCluster
 
+    import logging
+
     environ = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}
     with dask.config.set(environ):
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None)
+        # the cluster is the sweep's own: a task's error reaches the caller through its future, while the workers'
+        # own logs would print connection tracebacks on every Ctrl-C (the cluster shut down mid-task)
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None,
+                            silence_logs=logging.CRITICAL)
 
 
 def _partition_results(part, model: str = "auto") -> Results:
