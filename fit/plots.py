@@ -399,26 +399,55 @@ def commonest_notes(notes: pd.Series) -> list[tuple[str, int]]:
     notes: notes that differ only in their numbers are one kind, shown with each number its notes share, or the range
     they span ("needs 409600–1228800 B"); the digits of a type name, i8 or e4m3, are no number: i8 and i64 are two
     kinds."""
-    notes = notes.astype(str)
-    counts = notes[notes != ""].value_counts(sort=False)  # distinct notes in order of appearance: few, however many rows
-    if counts.empty:
-        return []
-    distinct = pd.Series(counts.index, index=counts.index)
-    kinds = distinct.str.replace(NUMBER, "N", regex=True)
-    totals = counts.groupby(kinds.values, sort=False).sum()
-    order = sorted(range(len(totals)), key=lambda i: -totals.iloc[i])
-    return [(_spanned(distinct[kinds == totals.index[i]].tolist()), int(totals.iloc[i])) for i in order]
-
-
-def _spanned(members: list[str]) -> str:
-    """Return the first note of a kind with each number that differs among `members` shown as the range they span."""
     import re
 
-    numbers = [re.findall(NUMBER, m) for m in members]
-    def key(text: str) -> tuple[float, ...]:
-        return tuple(float(x) for x in text.split("x"))
-    spans = iter([(min(col, key=key), max(col, key=key)) for col in zip(*numbers)])
-    def show(_match) -> str:
-        lo, hi = next(spans)
-        return lo if lo == hi else f"{lo}–{hi}"
-    return re.sub(NUMBER, show, members[0])
+    if isinstance(notes.dtype, pd.CategoricalDtype):  # a sweep's notes: count the codes, never build the strings
+        codes, names = notes.cat.codes.to_numpy(), np.asarray(notes.cat.categories.astype(object), dtype=object)
+    else:
+        codes, names = pd.factorize(notes.astype(str))
+    codes = codes[codes >= 0]
+    counts = np.bincount(codes, minlength=len(names))
+    seen, first = np.unique(codes, return_index=True)
+    order = seen[np.argsort(first, kind="stable")]  # distinct notes in order of appearance
+    distinct = [str(x) for x in np.asarray(names, dtype=object)[order].tolist()]
+    order = [i for i, x in zip(order, distinct) if x]
+    distinct = [x for x in distinct if x]
+    if not distinct:
+        return []
+    # one split over all distinct notes joined by a NUL (no note holds one) gives each note's text between numbers and
+    # its numbers: far faster than a regex call per note. A kind is a note's text with \x01 for each number.
+    parts = re.split(f"({NUMBER})", "\0".join(distinct))
+    kinds = "\x01".join(parts[0::2]).split("\0")
+    tokens = np.array(parts[1::2], dtype=object)
+    m = np.array([k.count("\x01") for k in kinds])
+    start = np.concatenate([[0], np.cumsum(m)[:-1]])
+    kind, _ = pd.factorize(np.array(kinds, dtype=object))  # kinds numbered in order of appearance
+    totals = np.bincount(kind, weights=counts[order]).astype(np.int64)
+    by_kind = np.argsort(kind, kind="stable")
+    members = np.split(by_kind, np.cumsum(np.bincount(kind))[:-1])
+    out = []
+    for k in np.argsort(-totals, kind="stable"):
+        idx = members[k]
+        numbers = tokens[start[idx][:, None] + np.arange(m[idx[0]])]  # a row per note of the kind
+        out.append((_spanned(distinct[idx[0]], numbers), int(totals[k])))
+    return out
+
+
+def _spanned(first: str, numbers: np.ndarray) -> str:
+    """Return `first`, a note of a kind, with each number that differs among the kind's notes (`numbers`: a row of
+    number strings per note) shown as the range they span."""
+    import re
+
+    if len(numbers) == 1:
+        return first
+    spans = []
+    for col in numbers.T:
+        if "x" in "".join(col):  # shapes: ordered as tuples
+            ranked = sorted(range(len(col)), key=lambda i: tuple(float(x) for x in col[i].split("x")))
+            lo, hi = col[ranked[0]], col[ranked[-1]]
+        else:
+            values = col.astype(float)
+            lo, hi = col[np.argmin(values)], col[np.argmax(values)]
+        spans.append(lo if lo == hi else f"{lo}–{hi}")
+    shown = iter(spans)
+    return re.sub(NUMBER, lambda _m: next(shown), first)

@@ -224,19 +224,18 @@ def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows
     # the sizes depend on rows x cols alone, or (a mask's padded rows) on both
     shaped = any((b, cst) == MASK_BUFFER for _, b, cst in named)
     keys, code = np.unique(np.stack([r, k], 1) if shaped else r * k, axis=0 if shaped else None, return_inverse=True)
-    messages = []
-    for key in keys.tolist():
-        size = tuple(key) if shaped else key
-        msg = cache.get(size)
-        if msg is None:
-            rc = (np.array([size[0]]), np.array([size[1]])) if shaped else (np.array([size]), np.array([1]))
-            used = [(name, int(buffer_bytes(bits, const, *rc)[0])) for name, bits, const in named]
-            need = sum(aligned(nbytes, align) for _, nbytes in used)
-            # dst and its first source: rows x cols tiles of one width, not already one buffer
-            same_first = not aliased and len(named) > 1 and named[0][1] == named[1][1] > 0
-            msg = cache[size] = overflow_message(arch, used, need, limit, same_first)
-        messages.append(msg)
-    return Errors(np.asarray(rows, dtype=np.int64), code.ravel(), messages)
+    sizes = [tuple(key) for key in keys.tolist()] if shaped else keys.tolist()
+    new = [i for i, size in enumerate(sizes) if size not in cache]
+    if new:  # the buffers' bytes of every new size at once; a message per size
+        kr, kc = (keys[new, 0], keys[new, 1]) if shaped else (keys[new], np.ones(len(new), dtype=np.int64))
+        used = [(name, buffer_bytes(bits, const, kr, kc).astype(np.int64).tolist()) for name, bits, const in named]
+        need = sum(aligned(np.asarray(nbytes), align) for _, nbytes in used).tolist()
+        # dst and its first source: rows x cols tiles of one width, not already one buffer
+        same_first = not aliased and len(named) > 1 and named[0][1] == named[1][1] > 0
+        for j, i in enumerate(new):
+            cache[sizes[i]] = overflow_message(arch, [(name, nbytes[j]) for name, nbytes in used], need[j], limit,
+                                               same_first)
+    return Errors(np.asarray(rows, dtype=np.int64), code.ravel(), [cache[size] for size in sizes])
 
 
 def buffer_bytes(bits: int, const: int, rows, cols) -> np.ndarray:
