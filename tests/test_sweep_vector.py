@@ -633,16 +633,19 @@ def test_dask_splits_the_frame_over_the_clusters_threads_and_reports_progress():
 
 def test_a5_overflow_says_when_writing_dst_over_the_first_source_would_fit(monkeypatch):
     # three 20x1312 f32 tiles (315 KB) overflow A5's 256 KB UB; two fit, and every A5 VF op can run in place
-    # (on A2/A3 only the in-place sequences can; a 60x1312 TEXP does not fit even in place)
-    frame = pd.DataFrame({"op": ["TADD", "TADD", "TEXP"], "dtype": "f32", "arch": ["a5", "a2a3", "a5"],
-                          "rows": [20, 20, 60], "cols": [1312, 1312, 1312]})
+    # (a 60x1312 TEXP does not fit even in place); on A2/A3 only the elementwise sequences can: three 64x264 f32
+    # tiles (203 KB) overflow its 192 KB, two fit, while TSEL's plan keeps its own buffers (QA 47c)
+    frame = pd.DataFrame({"op": ["TADD", "TADD", "TEXP", "TADD", "TSEL"], "dtype": "f32",
+                          "arch": ["a5", "a2a3", "a5", "a2a3", "a2a3"],
+                          "rows": [20, 20, 60, 64, 64], "cols": [1312, 1312, 1312, 264, 264]})
     slow = sweep(frame, vectorised=False)
     _no_fallback(monkeypatch)
     fast = sweep(frame)
     pd.testing.assert_frame_equal(fast, slow, **SAME_VALUES)
     hint = fast["note"].str.contains("with --in-place (dst over src0) it would fit", regex=False)
-    assert hint.tolist() == [True, False, False] and fast["note"].str.contains("unified buffer").all()
+    assert hint.tolist() == [True, False, False, True, False] and fast["note"].str.contains("unified buffer").all()
     assert api.estimate("TADD", (20, 1312), "f32", "a5", in_place=True).cycles > 0
+    assert api.estimate("TADD", (64, 264), "f32", "a2a3", in_place=True).cycles > 0
 
 
 def test_shipped_a5_formula_never_gets_cheaper_as_a_tile_grows_but_where_measured():

@@ -11,10 +11,20 @@ from ..tiles import Tile
 IN_PLACE_ANY_OP = frozenset({"a5"})
 
 
+def in_place_possible(arch: str, family: str) -> bool:
+    """Whether an op of `family` may write dst over its first source on `arch` (on A2/A3: the elementwise
+    sequences, lower/a2a3/sequence.py)."""
+    from ..catalog import ELEMENTWISE
+
+    return arch in IN_PLACE_ANY_OP or family in ELEMENTWISE
+
+
 def allocate(arch: str, tiles: list[tuple[str, Tile]], scratch: list[tuple[str, Tile]] = (), *,
-             reserve_tmp_window: bool = False, alias: str | None = None) -> tuple[Buffer, ...]:
+             reserve_tmp_window: bool = False, alias: str | None = None, in_place: bool | None = None
+             ) -> tuple[Buffer, ...]:
     """Return buffers at consecutive 32-byte aligned UB addresses (the source named `alias`, if any, at the first
-    tile's address: an in-place op); raise ShapeError if they do not fit."""
+    tile's address: an in-place op); raise ShapeError if they do not fit (saying when --in-place would fit, where the
+    op may run in place: `in_place`, by default every op of an IN_PLACE_ANY_OP arch)."""
     c = constants(arch)
     align = c.ub_align_bytes
     limit = c.ub_bytes
@@ -34,7 +44,7 @@ def allocate(arch: str, tiles: list[tuple[str, Tile]], scratch: list[tuple[str, 
         except ParamError:
             same_first = False
         raise ShapeError(overflow_message(arch, [(b.name, b.nbytes) for b in out if b.name != alias], addr, limit,
-                                          same_first))
+                                          same_first, in_place))
     return tuple(out)
 
 
@@ -54,13 +64,14 @@ def buffers_end(buffers: tuple[Buffer, ...] | list[Buffer], align: int) -> int:
     return max(b.offset + aligned(b.nbytes, align) for b in buffers)
 
 
-def overflow_message(arch: str, used: list[tuple[str, int]], need: int, limit: int, same_first: bool = False) -> str:
+def overflow_message(arch: str, used: list[tuple[str, int]], need: int, limit: int, same_first: bool = False,
+                     in_place: bool | None = None) -> str:
     """The error of buffers (name, bytes; dst first) that need `need` bytes of a `limit`-byte unified buffer; where
-    every op may write dst over its first source (IN_PLACE_ANY_OP) it says so when that would fit. `same_first`: the
-    first source has dst's tile shape and element width (`alias_source`)."""
+    the op may write dst over its first source (`in_place`; by default where every op may, IN_PLACE_ANY_OP) it says
+    so when that would fit. `same_first`: the first source has dst's tile shape and element width (`alias_source`)."""
     listed = ", ".join(f"{name} {nbytes} B" for name, nbytes in used)
     message = f"operands need {need} B of unified buffer but {arch} has {limit} B ({listed})"
-    if arch in IN_PLACE_ANY_OP and same_first and len(used) > 1:
+    if (arch in IN_PLACE_ANY_OP if in_place is None else in_place) and same_first and len(used) > 1:
         if need - aligned(used[0][1], constants(arch).ub_align_bytes) <= limit:
             message += f"; with --in-place (dst over {used[1][0]}) it would fit"
     return message

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..catalog import COMPARES, ELEMENTWISE
 from ..errors import PtoCostError
-from ..lower.alloc import aligned, overflow_message
+from ..lower.alloc import aligned, in_place_possible, overflow_message
 from ..request import Request
 from .output import Caveats
 
@@ -208,11 +208,12 @@ def caveats(make: MakeRequest, shapes: Shapes, block: Block, models, group: tupl
 
 
 def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows: np.ndarray,
-              cache: dict | None = None, aliased: bool = False) -> Errors | None:
+              cache: dict | None = None, aliased: bool = False, in_place: bool | None = None) -> Errors | None:
     """The allocator's error for the given rows, whose buffers (name, and bits and bytes as in `ub_need`) exceed the
     unified buffer (lower/alloc.py); one message per distinct tile size (per tile shape where a mask's rows are
     padded), kept in `cache` (size -> message) across the chunks of a group. `aliased`: a source already shares
-    dst's buffer, so the message does not suggest --in-place."""
+    dst's buffer, so the message does not suggest --in-place; `in_place`: whether the op may run in place
+    (`overflow_message`)."""
     from ..arch import constants
 
     if not len(rows):
@@ -234,7 +235,7 @@ def ub_errors(arch: str, named: list[tuple[str, int, int]], shapes: Shapes, rows
         same_first = not aliased and len(named) > 1 and named[0][1] == named[1][1] > 0
         for j, i in enumerate(new):
             cache[sizes[i]] = overflow_message(arch, [(name, nbytes[j]) for name, nbytes in used], need[j], limit,
-                                               same_first)
+                                               same_first, in_place)
     return Errors(np.asarray(rows, dtype=np.int64), code.ravel(), [cache[size] for size in sizes])
 
 
@@ -325,7 +326,8 @@ def screen(arch: str, rep: Request, named: list[tuple[str, int, int]], shapes: S
     ok = request_ok(rep, shapes)
     fits = ub_need([b for _, *b in named], shapes, c.ub_align_bytes) <= c.ub_bytes
     errors = joined(shape_errors(rep, shapes, np.flatnonzero(~ok)),
-                    ub_errors(arch, named, shapes, np.flatnonzero(ok & ~fits), messages, aliased))
+                    ub_errors(arch, named, shapes, np.flatnonzero(ok & ~fits), messages, aliased,
+                              in_place_possible(arch, rep.family)))
     ok &= fits
     if extra_ok is not None:
         ok &= extra_ok()

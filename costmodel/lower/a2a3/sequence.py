@@ -63,7 +63,7 @@ def _scratch_tiles(req: Request, row: LoweringRow) -> list[tuple[str, Tile]]:
 def buffers(req: Request, row: LoweringRow) -> tuple[Buffer, ...]:
     """Return the UB buffers of the request tiles and the row's scratch; raises ShapeError if they do not fit."""
     return allocate("a2a3", list(req.tiles), _scratch_tiles(req, row),
-                    alias=alias_source(list(req.tiles)) if in_place(req) else None)
+                    alias=alias_source(list(req.tiles)) if in_place(req) else None, in_place=True)
 
 
 def _streams(bufs: tuple[Buffer, ...]) -> dict[str, Stream]:
