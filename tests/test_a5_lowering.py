@@ -521,3 +521,15 @@ def test_a_post_update_row_of_one_chunk_and_a_tail_says_why_it_costs_less_than_a
     assert tail.cycles < full.cycles
     assert any("chunk loop runs once" in n for n in tail.notes)
     assert not any("chunk loop runs once" in n for n in full.notes)
+
+
+def test_the_dispatch_note_names_the_tile_that_is_not_static_contiguous():
+    from costmodel.lower.a5.dispatch import resolve
+
+    # a static full-width TSEL still takes 2D: its mask row holds 16 valid bytes of a 32-byte block (QA 47b)
+    _, why = resolve(make_request("TSEL", "16x128", "f32", arch="a5", static_valid=True))
+    assert "not static-contiguous (mask (16x32 u8) holds 16 valid of 32 columns a row)" in why
+    _, why = resolve(make_request("TADD", "16x128", "f32", arch="a5", valid="16x100", static_valid=True))
+    assert "(dst (16x128 f32) holds 100 valid of 128 columns a row)" in why
+    _, why = resolve(make_request("TADD", "16x128", "f32", arch="a5", static_valid=True))
+    assert "on a static-contiguous request" in why

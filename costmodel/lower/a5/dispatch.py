@@ -37,6 +37,18 @@ def static_contiguous(req: Request) -> bool:
     return all(_static(t) for _, t in req.tiles)
 
 
+def not_static_reason(req: Request) -> str:
+    """Return why the request is not static-contiguous (`static_contiguous` False): the first tile that is not one
+    run the kernel sees at compile time, and why."""
+    if req.family in ROW_SHAPED or (req.family == "partial" and _partial_regions_differ(req)):
+        return f"{req.family} operands are walked row by row unless dst has one row"
+    for name, t in req.tiles:
+        if not _static(t):
+            return (f"{name}'s valid shape is dynamic" if not t.static_valid else
+                    f"{name} ({t.rows}x{t.cols} {t.dtype}) holds {t.valid_cols} valid of {t.cols} columns a row")
+    return ""
+
+
 def one_d_reason(req: Request) -> str | None:
     """Return why a 1D loop cannot walk this request's data (None when it can)."""
     d = req.dst
@@ -74,7 +86,7 @@ def resolve(req: Request) -> tuple[str, str]:
     kind = str(req.param("vf_impl_kind", "VFIMPL_DEFAULT"))
     cont = static_contiguous(req)
     form, source = dispatch(req.op, req.family, cont, kind)
-    shape = "static-contiguous" if cont else "not static-contiguous"
+    shape = "static-contiguous" if cont else f"not static-contiguous ({not_static_reason(req)})"
     why = f"{kind} on a {shape} request -> {form} [{source}]"
     if not cont and one_d_reason(req) is None and req.dst.valid[0] > 1:
         static_form = dispatch(req.op, req.family, True, kind)[0]
