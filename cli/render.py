@@ -126,11 +126,16 @@ def _param_text(name: str, value: Any) -> str:
 
 
 def params_text(req) -> str:
-    """Return the request's op parameters as `name=value` words (an integer-to-integer conversion's round mode says it
-    rounds nothing)."""
-    exact = req.family == "convert" and req.dtype.is_integer and req.dst.dtype.is_integer
-    return " ".join(f"{k}={_param_text(k, v)}" + (" (integer to integer: nothing to round)"
-                                                   if exact and k == "round_mode" else "") for k, v in req.params)
+    """Return the request's op parameters as `name=value` words (the round mode of a conversion no mode can change
+    says it rounds nothing)."""
+    from costmodel.conversions import exact
+
+    why = ""
+    if req.family == "convert" and exact(req.dtype.name, req.dst.dtype.name):
+        ints = req.dtype.is_integer and req.dst.dtype.is_integer
+        why = (" (integer to integer: nothing to round)" if ints else
+               f" ({req.dtype} -> {req.dst.dtype} is exact: nothing to round)")
+    return " ".join(f"{k}={_param_text(k, v)}" + (why if k == "round_mode" else "") for k, v in req.params)
 
 
 def estimate_text(e) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
+
 from ._data import read_rows
 from .dtypes import dtype as as_dtype
 from .errors import NotModelledError, ParamError
@@ -136,3 +138,44 @@ def resolve(src: str, dst: str, round_mode, saturation) -> tuple[Conversion, str
                          f"it); accepted: none, rint")
     mode, sat = effective_modes(src, dst, mode if conv.modes else "none", saturation)
     return conv, mode, sat
+
+
+def exact(src: str, dst: str) -> bool:
+    """Whether every `src` value is a `dst` value, so no round mode can change a result: integer -> integer (a
+    narrowing one wraps or saturates but rounds nothing), or a float or integer source whose range and precision the
+    float `dst` holds (f16 -> f32, i8 -> f16); False for a type without a numpy form (hif8, fp4 e1m2) and for a
+    float to itself (f32 -> f32 rounds to an integral value, isa.md §4.4)."""
+    import ml_dtypes
+
+    s, d = as_dtype(src), as_dtype(dst)
+    if s.is_integer and d.is_integer:
+        return True
+    if d.is_integer or s.name == d.name or not (s.emulatable and d.emulatable):  # f32 -> f32 rounds to an integer
+        return False
+    to = ml_dtypes.finfo(d.np)
+    if s.is_integer:
+        magnitude = s.bits - (1 if np.dtype(s.np).kind == "i" else 0)
+        return magnitude <= to.nmant + 1
+    fro = ml_dtypes.finfo(s.np)
+    return (to.nmant >= fro.nmant and to.maxexp >= fro.maxexp
+            and to.minexp - to.nmant <= fro.minexp - fro.nmant)
+
+
+def mode_notes(arch: str, src: str, dst: str, round_mode, saturation) -> tuple[str, ...]:
+    """Return what a TCVT request's round and saturation modes leave unknown: CAST_ODD's definition (isa.md §4.4),
+    and on A5 that only round=rint with saturation on was measured (costmodel.md §3 step 6)."""
+    mode, sat = effective_modes(src, dst, round_mode, saturation)
+    notes = []
+    if mode == "odd" and not exact(src, dst):
+        notes.append("round=odd as the CPU reference defines CAST_ODD: nearest, exact ties to the odd neighbour; "
+                     "whether the hardware rounds to odd with a sticky bit is UNKNOWN (isa.md §4.4), so a value that "
+                     "is no tie may differ in its last bit")
+    # CAST_NONE shares the RINT curve upstream (costmodel.md §3 step 6)
+    asked = [f"round={mode}"] if round_mode_name(round_mode) not in ("none", "rint") and not exact(src, dst) else []
+    asked += ["saturation off"] if not sat else []
+    if arch == "a5" and asked:
+        notes.append(f"the measured A5 TCVT rows all convert with round=rint and saturation on (costmodel.md §3 "
+                     f"step 6): this {' and '.join(asked)} program issues the same vcvt with its mode and is priced "
+                     "alike (inferred)")
+    return tuple(notes)
+

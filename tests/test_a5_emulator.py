@@ -98,7 +98,7 @@ def reference(req, inputs):
 def emulate_against(plan, expected_fn, seed=0):
     """Run the plan; return (valid-region mismatches, changed elements outside the dst valid region)."""
     inputs = make_inputs(plan, seed)
-    before, after = emu.run(plan, inputs, seed)
+    before, after, _ = emu.run(plan, inputs, seed)
     dst = plan.buffer("dst")
     got = after.tile(dst.offset, dst.tile)
     initial = before.tile(dst.offset, dst.tile)
@@ -239,7 +239,7 @@ def test_tsel_with_full_range_masks(data):
         plan = lower.lower(req, strategy)
         inputs = make_inputs(plan, 1)
         inputs["mask"] = rng.integers(0, 256, size=req.tile("mask").shape, dtype=np.uint8)
-        before, after = emu.run(plan, inputs, 1)
+        before, after, _ = emu.run(plan, inputs, 1)
         dst = plan.buffer("dst")
         got = after.tile(dst.offset, dst.tile)
         srcs = [inputs[n] for n, _ in req.sources]  # TSEL (src0, src1, mask), TSELS (src, mask) and its scalar
@@ -464,7 +464,7 @@ def test_high_precision_recip_is_correctly_rounded(dt):
     x = rng.uniform(0.01, 300.0, size=(2, 128)) * rng.choice([-1, 1], size=(2, 128))
     x[0, :8] = [1, 2, 0.5, -4, 8, 0.25, 1.5, 3]
     inputs["src"] = x.astype(as_dtype(dt).np)
-    _, after = emu.run(plan, inputs, 4)
+    _, after, _ = emu.run(plan, inputs, 4)
     got = after.tile(plan.buffer("dst").offset, plan.buffer("dst").tile)[:, :100]
     want = (1.0 / inputs["src"].astype(np.float64)).astype(as_dtype(dt).np)[:, :100]
     assert got.tobytes() == want.tobytes()
@@ -494,7 +494,7 @@ def test_integer_power_wraps_and_truncates_negative_exponents(dt):
     for strategy in legal_strategies(req):
         plan = lower.lower(req, strategy)
         inputs = make_inputs(plan, 4) | {"src0": base.astype(t.np), "src1": expo.astype(t.np)}
-        _, after = emu.run(plan, inputs, 4)
+        _, after, _ = emu.run(plan, inputs, 4)
         got = after.tile(plan.buffer("dst").offset, plan.buffer("dst").tile)[:, :120]
         want = [[_wrapped_pow(int(b), int(e), t.bits, signed) for b, e in zip(br, er)] for br, er in
                 zip(base[:, :120], expo[:, :120])]

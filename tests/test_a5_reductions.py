@@ -46,7 +46,7 @@ def _emulated(req, seed: int, **golden_kw):
     """Lower and emulate `req` on seeded inputs: (plan, dst buffer, UB before, UB after, dst as run, the golden)."""
     plan = lower.lower(req)
     inputs = _inputs(plan, np.random.default_rng(seed))
-    before, after = emu.run(plan, inputs, seed)
+    before, after, _ = emu.run(plan, inputs, seed)
     dst = plan.buffer("dst")
     want = golden(req.op, inputs["src"], valid=req.tile("src").valid, out=before.tile(dst.offset, dst.tile), **golden_kw)
     return plan, dst, before, after, after.tile(dst.offset, dst.tile), want
@@ -272,7 +272,7 @@ def test_a_nan_in_a_rows_first_element_survives_as_the_reference_scan_keeps_it(o
     plan = lower.lower(req)
     src = np.random.default_rng(0).uniform(-50, 50, size=(4, 200)).astype(np.float32)
     src[0, 0] = src[1, 0] = np.nan
-    before, after = emu.run(plan, {"src": src}, 0)
+    before, after, _ = emu.run(plan, {"src": src}, 0)
     dst = plan.buffer("dst")
     got = after.tile(dst.offset, dst.tile)[:, 0]
     want = golden(op, src, valid=(4, 150), dst_cols=req.dst.cols, out=before.tile(dst.offset, dst.tile))[:, 0]

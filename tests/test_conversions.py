@@ -54,7 +54,7 @@ def test_f32_to_f32_rounds_to_an_integral_value_on_both_arches():
         assert golden("TCVT", x, dst_dtype="f32", round_mode=mode)[0, :5].tolist() == expected
         for arch, emu in (("a2a3", a2a3), ("a5", a5)):
             plan = lower.lower(make_request("TCVT", "1x64", "f32", arch=arch, dst_dtype="f32", round_mode=mode))
-            _, after = emu.run(plan, {"src": x, "dst": np.zeros_like(x)})
+            _, after, *_ = emu.run(plan, {"src": x, "dst": np.zeros_like(x)})
             d = plan.buffer("dst")
             got = after.tile(d.offset, d.tile)[0, :5]
             assert got.tolist() == expected and np.signbit(got[1]), (arch, mode)
@@ -68,7 +68,7 @@ def test_float_targets_take_the_mode_on_both_arches():
     for mode, expected in want.items():
         for arch, emu in (("a2a3", a2a3), ("a5", a5)):
             plan = lower.lower(make_request("TCVT", "1x64", "f32", arch=arch, dst_dtype="f16", round_mode=mode))
-            _, after = emu.run(plan, {"src": x, "dst": np.zeros((1, 64), np.float16)})
+            _, after, *_ = emu.run(plan, {"src": x, "dst": np.zeros((1, 64), np.float16)})
             d = plan.buffer("dst")
             assert after.tile(d.offset, d.tile)[0, :2].astype(np.float64).tolist() == expected, (arch, mode)
 
@@ -83,3 +83,48 @@ def test_integer_sources_round_to_float_targets_with_the_mode():
     plan = lower.lower(make_request("TCVT", "1x64", "i32", arch="a5", dst_dtype="f32", round_mode="ceil"))
     _, after, _ = a5.run(plan, {"src": x, "dst": np.zeros((1, 64), np.float32)})
     assert after.tile(plan.buffer("dst").offset, plan.buffer("dst").tile)[0, :2].tolist() == got["ceil"]
+
+
+def _pairs():
+    import csv
+    from pathlib import Path
+
+    rows = csv.DictReader(open(Path(__file__).resolve().parent.parent / "data" / "a5_convert.csv"))
+    return sorted({(r["src"], r["dst"]) for r in rows})
+
+
+@pytest.mark.parametrize("pair", _pairs())
+def test_a_conversion_called_exact_is_one_no_round_mode_changes(pair):
+    """`exact` (a round mode rounds nothing) holds where every mode converts the same values alike; a pair it calls
+    inexact has some value that floor and ceil take apart."""
+    from costmodel.conversions import exact
+    from costmodel.dtypes import dtype as as_dtype
+    from costmodel.golden.convert import convert, finite_range
+
+    src, dst = (as_dtype(t) for t in pair)
+    if not (src.emulatable and dst.emulatable):
+        assert not exact(*pair)
+        return
+    rng = np.random.default_rng(7)
+    lo, hi = finite_range(src)
+    raw = np.concatenate([rng.uniform(lo, hi, 2000), rng.uniform(-3, 3, 2000), rng.normal(0, 1e-3, 500)])
+    if src.is_integer:
+        raw = np.round(raw)
+    values = np.clip(raw, lo, hi).astype(src.np)
+    out = {m: convert(values, src, dst, m).tobytes() for m in ("rint", "floor", "ceil", "trunc", "round", "odd")}
+    if exact(*pair):
+        assert len(set(out.values())) == 1, pair
+    elif not dst.is_integer:
+        assert out["floor"] != out["ceil"], pair
+
+
+def test_tcvt_plans_say_what_their_modes_leave_unknown():
+    odd = lower.lower(make_request("TCVT", "4x64", "f32", arch="a5", dst_dtype="f16", round_mode="odd",
+                                   saturation="off"))
+    assert any("round=odd as the CPU reference defines CAST_ODD" in n for n in odd.notes)
+    assert any("this round=odd and saturation off program issues the same vcvt" in n for n in odd.notes)
+    for arch, dst, mode in (("a5", "f16", "none"), ("a5", "f16", "rint"), ("a2a3", "f16", "odd"), ("a5", "f32", "floor")):
+        plan = lower.lower(make_request("TCVT", "4x64", "f32" if dst != "f32" else "f16", arch=arch, dst_dtype=dst,
+                                        round_mode=mode))
+        assert not any("measured A5 TCVT rows" in n for n in plan.notes), (arch, dst, mode)
+        assert any("CAST_ODD" in n for n in plan.notes) == (mode == "odd"), (arch, dst, mode)

@@ -8,7 +8,7 @@ separated by a barrier (data/a2a3_convert.csv).
 """
 from __future__ import annotations
 
-from ...conversions import conversion, resolve
+from ...conversions import conversion, mode_notes, resolve
 from ...dtypes import dtype as as_dtype
 from ...isa_a2a3 import PipeBarrier, SetSaturation
 from ...plan import Plan
@@ -77,4 +77,5 @@ def lower(req: Request, strategy: str) -> Plan:
     if not saturating:
         body.append(SetSaturation(True))
     buffers = allocate("a2a3", list(req.tiles), scratch)
-    return Plan("a2a3", req.op, strategy, req, buffers, tuple(body))
+    notes = mode_notes("a2a3", req.dtype.name, req.dst.dtype.name, req.param("round_mode"), req.param("saturation"))
+    return Plan("a2a3", req.op, strategy, req, buffers, tuple(body), notes)

@@ -31,6 +31,7 @@ from .reduce import (
     row_reduce_program,
 )
 from .table import convert_row, modelled_ops, op_row, sequence
+from ...conversions import mode_notes
 
 VL_BITS = constants("a5").vl_bytes * 8
 
@@ -321,6 +322,8 @@ def lower(req: Request, strategy: str) -> Plan:
     if not body:
         notes.append("empty valid region: nothing is issued" + (" (the instruction returns before launching a VF)"
                                                                 if req.family in REDUCE_FAMILIES else ""))
+    if req.family == "convert":
+        notes += mode_notes("a5", req.dtype.name, req.dst.dtype.name, req.param("round_mode"), req.param("saturation"))
     variant = dispatch.select_variant(req, strategy)
     if variant:
         notes.append(f"32-bit TSEL in 1D runs {variant} (by trip-count parity, "
