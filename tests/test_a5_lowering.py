@@ -533,3 +533,10 @@ def test_the_dispatch_note_names_the_tile_that_is_not_static_contiguous():
     assert "(dst (16x128 f32) holds 100 valid of 128 columns a row)" in why
     _, why = resolve(make_request("TADD", "16x128", "f32", arch="a5", static_valid=True))
     assert "on a static-contiguous request" in why
+
+
+def test_a5_selects_say_which_mask_layout_they_assume():
+    for valid, differs in (("3x33", True), ("3x64", False)):
+        plan = lower.lower(make_request("TSEL", "4x64", "f32", arch="a5", valid=valid))
+        (note,) = [n for n in plan.notes if n.startswith("mask row i holds the bits of data row i")]
+        assert ("one bit stream, which differs here" in note) is differs, note

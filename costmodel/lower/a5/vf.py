@@ -322,6 +322,11 @@ def lower(req: Request, strategy: str) -> Plan:
     if not body:
         notes.append("empty valid region: nothing is issued" + (" (the instruction returns before launching a VF)"
                                                                 if req.family in REDUCE_FAMILIES else ""))
+    if req.op in dispatch.SELECTS:
+        differs = req.dst.valid_cols % 8 != 0
+        notes.append("mask row i holds the bits of data row i (the A2/A3 NPU rule, isa.md §4.5; assumed on A5, "
+                     "inferred)" + ("; the CPU reference reads the mask as one bit stream, which differs here: the "
+                                    f"valid cols ({req.dst.valid_cols}) are not a multiple of 8" if differs else ""))
     if req.family == "convert":
         notes += mode_notes("a5", req.dtype.name, req.dst.dtype.name, req.param("round_mode"), req.param("saturation"))
     variant = dispatch.select_variant(req, strategy)
