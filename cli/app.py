@@ -931,8 +931,9 @@ def sweep_cmd(
     model: SweepModelOpt = None,
     json_out: Annotated[bool, typer.Option("--json", metavar="", help="Print a JSON summary on stdout (file, rows, not modelled, the commonest reason and every reason with its point count, the verified sample) besides the file.")] = False,
 ) -> None:
-    """Evaluate a grid of requests (vectorised) and write one row per point with cycles, strategy, default, best and a
-    note (why a point cannot be modelled, or the model's caveats: an unmeasured class, an extrapolation)."""
+    """Evaluate a grid of requests (vectorised): one row per point with cycles, strategy, default, best and a note.
+
+    The note says why a point cannot be modelled, or gives the model's caveats (an unmeasured class, ...)."""
     from costmodel.errors import PtoCostError
     from costmodel.grid import expand
     from costmodel.sweep import sweep, sweep_dask, verify_sample as run_verify_sample
