@@ -80,7 +80,9 @@ def check_same_type(inst: Instruction, arch: str, dt: DType, dst_dt: DType) -> N
     conversions are paths of Acc and Mat tiles, not modelled."""
     where = {"TLOAD": "from GM into a Vec tile", "TSTORE": "from a Vec tile to GM"}.get(inst.name, "between Vec tiles")
     pairs = [t for t in inst.dtypes_on(arch) if ">" in t and t.partition(">")[0] != t.partition(">")[2]]
-    acc = f"; its conversions ({' '.join(pairs)}) are Acc/Mat-tile paths, not modelled" if pairs else ""
+    listed = ", ".join(p.replace(">", "->") for p in pairs)
+    acc = (f"; the only conversions the catalogue lists for {inst.name} ({listed}) run on Acc/Mat-tile paths, not "
+           "modelled" if pairs else "")
     raise ParamError(f"{inst.name} {where} keeps the element type{acc}; got {dt}->{dst_dt}")
 
 
