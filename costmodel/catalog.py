@@ -68,15 +68,22 @@ class Instruction:
                                             f"{self.conversion_targets(arch, dt)}")
             if not (pairs and not plain):
                 raise UnsupportedDtypeError(f"{self.name} does not support {dt.name} on {arch}; accepted: "
-                                            f"{' '.join(toks)}")
+                                            f"{self._marked(arch, toks)}")
         if not pairs:
             whose = "--dtype" if ELEMENTWISE_SOURCES.get(self.family) == () else "its source's type"
             raise UnsupportedDtypeError(f"{self.name} is modelled with dst of {whose}: it takes no "
                                         f"--dst-dtype (got {dt.name} to {dst.name}); accepted dtypes on {arch}: "
-                                        f"{' '.join(toks)}")
+                                        f"{self._marked(arch, toks)}")
         if f"{dt.name}>{dst.name}" not in pairs:
             raise UnsupportedDtypeError(f"{self.name} does not convert {dt.name} to {dst.name} (--dst-dtype); "
                                         f"{self.conversion_targets(arch, dt)}")
+
+    def _marked(self, arch: str, toks) -> str:
+        """The listed dtypes `toks`, those the op has no plan for on `arch` marked (not modelled)."""
+        from .api import modelled_dtypes  # plans each dtype once: a path of errors only
+
+        ok = set(modelled_dtypes(self.name, arch))
+        return " ".join(t if t in ok or ">" in t else f"{t} (not modelled)" for t in toks)
 
     def conversion_targets(self, arch: str, src: DType) -> str:
         """What `src` converts to on `arch` (those without a model marked), or, for a type that is no source there,

@@ -50,3 +50,12 @@ def test_modelled_families_have_semantics_columns():
                            "row_expand", "row_expand_binary", "block_reduce"):
             assert inst.kernel and inst.domain, inst.name
     assert "binary_scalar" in families()
+
+
+def test_a_refused_dtype_lists_the_accepted_ones_marking_those_without_a_plan():
+    import costmodel
+    from costmodel.errors import UnsupportedDtypeError
+
+    for kw in ({"dtype": "u8"}, {"dtype": "f16", "dst_dtype": "f32"}):
+        with pytest.raises(UnsupportedDtypeError, match=r"f16 f32 i32 \(not modelled\) i16 \(not modelled\)"):
+            costmodel.estimate("TROWSUM", "16x64", arch="a2a3", verify=False, **kw)
