@@ -33,9 +33,17 @@ def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
     """Return (default, {strategy: None or why illegal})."""
     src, dst = req.tile("src"), req.dst
     same = _orientation(src.layout) == _orientation(dst.layout)
-    why = None if same else (f"{src.layout} -> {dst.layout} moves elements inside 32-byte blocks; "
-                             "a block copy cannot do that")
-    return ("UbCopy" if same else "Transpose"), {"UbCopy": why, "Transpose": None, "ScalarMove": None}
+    pair = f"{_name(src.layout)} -> {_name(dst.layout)}"
+    why = None if same else f"{pair} moves elements inside 32-byte blocks; a block copy cannot do that"
+    # the transpose path is for pairs that move elements inside blocks; the reference gives none for the others
+    needless = (f"{pair} keeps every element's place inside its 32-byte block: a block copy moves it, and no "
+                "transpose path exists for it") if same else None
+    return ("UbCopy" if same else "Transpose"), {"UbCopy": why, "Transpose": needless, "ScalarMove": None}
+
+
+def _name(layout: str) -> str:
+    """The layout as the command line spells it (nd, dn, nz, zn, zz)."""
+    return {"row_major": "nd", "col_major": "dn"}.get(layout, layout)
 
 
 def _block_pairs(src: Tile, dst: Tile) -> list[tuple[int, int]]:
