@@ -926,7 +926,7 @@ def sweep_cmd(
     engine: Annotated[str, typer.Option("--engine", help="local, or dask (needs pto-cost\\[dask]).")] = "local",
     workers: Annotated[Optional[int], typer.Option("--workers", help="Dask workers of the local cluster.")] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Address of an existing dask scheduler, e.g. tcp://HOST:8786.")] = None,
-    verify_sample: Annotated[int, typer.Option("--verify-sample", min=0, help="Emulate N random points against the golden; fail if any disagrees.")] = 0,
+    verify_sample: Annotated[int, typer.Option("--verify-sample", min=0, help="Emulate N random modelled output rows (one strategy of a point each) against the golden; fail if any disagrees.")] = 0,
     seed: SweepSeedOpt = None,
     model: SweepModelOpt = None,
     json_out: Annotated[bool, typer.Option("--json", metavar="", help="Print a JSON summary on stdout (file, rows, not modelled, the commonest reason and every reason with its point count, the verified sample) besides the file.")] = False,
@@ -987,7 +987,8 @@ def sweep_cmd(
             if json_out:
                 render.emit_json(doc)
             raise typer.Exit(1)
-        con.print(render.plain(f"verified {tried - len(unchecked)} of a sample of {tried} point(s) against the golden"
+        con.print(render.plain(f"verified {tried - len(unchecked)} of a sample of {render.counted(tried, 'row')} (one "
+                               "strategy of a point each) against the golden"
                                + (f"; {len(unchecked)} could not be checked (e.g. {unchecked[0]})" if unchecked
                                   else "")))
     if json_out:

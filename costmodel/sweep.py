@@ -486,8 +486,9 @@ def _slim(f: Frame):
 
 
 def verify_sample(result, n: int, *, seed: int = 0) -> tuple[list[str], int, list[str]]:
-    """Emulate `n` random modelled points of a sweep result against the golden; return (descriptions of failures,
-    how many points were emulated, descriptions of those the golden could not check: `Verification.ok` None)."""
+    """Emulate `n` random modelled rows of a sweep result (one strategy of a point each) against the golden; return
+    (descriptions of failures, how many rows were emulated, descriptions of those the golden could not check:
+    `Verification.ok` None)."""
     from . import lower
     from .emulate.verify import verify
     from .operands import make_request
