@@ -164,8 +164,14 @@ def curves_figure(df: pd.DataFrame, x: str, series: list[str], title: str = "", 
         g = g.groupby(x)["cycles"].first().reindex(xs)  # gaps where the strategy is illegal stay gaps
         rank = list(colours).index(row["strategy"]) if by_strategy else i
         lw = _width(rank, len(colours) or len(groups)) if can_tie else 1.4
-        ax.plot(g.index, g.to_numpy(), drawstyle="steps-pre", marker="o", ms=lw + 1.5, lw=lw,
-                label=_series_label(keys, series), **style)
+        y = g.to_numpy()
+        # a run of samples after a gap starts at its first sample: a step reaching back into the gap would price a
+        # shape where the strategy is illegal (matplotlib's steps-pre draws it from the NaN sample's x)
+        starts = np.flatnonzero(~np.isnan(y) & np.isnan(np.r_[np.nan, y[:-1]]))
+        for k, a in enumerate(starts):
+            b = a + (np.flatnonzero(np.isnan(y[a:]))[:1].tolist() or [len(y) - a])[0]
+            ax.plot(g.index[a:b], y[a:b], drawstyle="steps-pre", marker="o", ms=lw + 1.5, lw=lw,
+                    label=_series_label(keys, series) if k == 0 else None, **style)
     if measured is not None and len(measured):
         several = df["dtype"].nunique() > 1
         priced = False

@@ -882,3 +882,14 @@ def test_tcvt_dtype_errors_cost_no_more_than_other_refusals():
                         "rows": "1:40:1", "cols": 64}))
     assert out["cycles"].isna().all() and out["note"].astype(str).str.contains("f16 converts to f32").all()
     assert _modelled_dtypes.cache_info().misses == 1
+
+
+def test_a_step_line_does_not_reach_back_into_a_shape_where_its_strategy_is_illegal():
+    from fit.plots import curves_figure
+
+    rows = [{"dtype": "f32", "strategy": "2d", "rows": r, "cols": 1312, "default": r > 1,
+             "cycles": float("nan") if r == 1 else 40.0 * r, "note": ""} for r in range(1, 5)]
+    rows += [{"dtype": "f32", "strategy": "1d", "rows": 1, "cols": 1312, "default": True, "cycles": 79.0, "note": ""}]
+    ax = curves_figure(pd.DataFrame(rows), "rows", ["strategy"]).axes[0]
+    drawn = {ln.get_label(): ln for ln in ax.get_lines()}
+    assert drawn["2d"].get_xdata()[0] == 2 and drawn["2d"].get_drawstyle() == "steps-pre"
