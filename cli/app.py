@@ -480,7 +480,7 @@ def validate(
         render.console().print(render.plain("parameters: " + ", ".join(
             f"{kind} {Path(t['table']).name} @{t['sha256']}" for kind, t in tables.items())), highlight=False)
         if plot:
-            render.console().print(f"wrote {plot}: predicted against measured, and residuals", highlight=False)
+            render.console(stderr=True).print(render.plain(f"wrote {plot}: predicted against measured, and residuals"))
 
 
 @app.command(cls=_Command)

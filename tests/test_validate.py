@@ -77,7 +77,7 @@ def test_validate_command_json_plot_and_exit_codes(tmp_path):
     assert {"dst_dtype", "op_params", "strategy"} <= set(doc["per_group"][0])
     assert json.loads(run("validate", str(tmp_path / "m.csv"), "--json").stdout)["plot"] is None  # listed, empty
     r = run("validate", str(tmp_path / "m.csv"), "--plot", str(tmp_path / "w.svg"))
-    assert r.returncode == 0 and f"wrote {tmp_path / 'w.svg'}" in " ".join(r.stdout.split())
+    assert r.returncode == 0 and f"wrote {tmp_path / 'w.svg'}" in " ".join(r.stderr.split())
     digest = doc["parameters"]["formula"]["sha256"]  # ... and the text names them too
     assert f"parameters: formula formula_params.csv @{digest}" in " ".join(r.stdout.split())
     CASES.to_csv(tmp_path / "cases.csv", index=False)
