@@ -178,4 +178,3 @@ def mode_notes(arch: str, src: str, dst: str, round_mode, saturation) -> tuple[s
                      f"step 6): this {' and '.join(asked)} program issues the same vcvt with its mode and is priced "
                      "alike (inferred)")
     return tuple(notes)
-

@@ -435,10 +435,10 @@ WORKER_ENVIRON = {"MALLOC_TRIM_THRESHOLD_": 128 << 20, "MALLOC_MMAP_THRESHOLD_":
 def local_cluster(workers: int = 2, *, processes: bool = True):
     """A dask LocalCluster for sweeps: `workers` single-threaded workers (processes, or threads of this process),
     worker processes started with WORKER_ENVIRON."""
+    import logging
+
     import dask
     from dask.distributed import LocalCluster
-
-    import logging
 
     environ = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}
     with dask.config.set(environ):
