@@ -757,3 +757,18 @@ def test_illegal_strategy_reasons_cover_the_first_shapes_past_the_limit(monkeypa
     notes = sweep(frame)["note"].astype(str)
     given = notes.str.contains(r"not legal here: needs valid cols \(\d+\) <= 128 elements per repeat", regex=True)
     assert given.sum() == 2 and notes[~given].str.contains("`pto-cost estimate` with it says why").all()
+
+
+def test_a_dtype_column_of_numpy_types_prices_like_their_names():
+    """np.float16 in a dtype column is the element type estimate takes it for; several rows of numpy types raised a
+    raw TypeError while grouping (QA 48a)."""
+    import ml_dtypes
+
+    frame = pd.DataFrame({"op": ["TMINS", "TMINS", "TMINS", "TCVT"], "dtype": [np.float16, np.float32, np.float64, "f32"],
+                          "dst_dtype": [None, None, None, ml_dtypes.bfloat16], "rows": 64, "cols": 64})
+    out = sweep(frame)
+    names = pd.DataFrame({"op": ["TMINS", "TMINS", "TCVT"], "dtype": ["f16", "f32", "f32"],
+                          "dst_dtype": ["", "", "bf16"], "rows": 64, "cols": 64})
+    assert out["cycles"].iloc[[0, 1, 3]].tolist() == sweep(names)["cycles"].tolist()
+    assert np.isnan(out["cycles"].iloc[2]) and "unknown dtype 'float64'" in out["note"].iloc[2]
+    assert out["dtype"].tolist() == frame["dtype"].tolist()  # the caller's column, as given

@@ -84,6 +84,8 @@ class Frame:
     """
 
     def __init__(self, frame):
+        import pandas as pd
+
         read = check_frame(frame)
         self.df = frame.copy(deep=False)  # copy-on-write: the caller's frame is never modified
         self.n = len(frame)
@@ -108,6 +110,11 @@ class Frame:
                 df[col] = df[col].fillna(df[src])
             if df[col].dtype != np.int64:
                 df[col] = df[col].astype(np.int64)
+        for col in ("dtype", "dst_dtype"):  # numpy types (np.float16, ml_dtypes.bfloat16) as the names they stand for
+            if col in df and df[col].dtype == object and pd.api.types.infer_dtype(df[col], skipna=True) != "string":
+                self.given.setdefault(col, df[col])
+                codes, uniques = pd.factorize(df[col], use_na_sentinel=False)
+                df[col] = pd.Series(np.array([_type_name(v) for v in uniques], dtype=object)[codes], index=df.index)
         if "dst_dtype" not in df:
             self._add("dst_dtype", "")
         elif df["dst_dtype"].hasnans or df["dst_dtype"].dtype == object:
@@ -137,6 +144,20 @@ class Frame:
 
 
 _NA = object()  # one key for every missing value
+
+
+def _type_name(v):
+    """A dtype cell as `sweep` reads it: a numpy or ml_dtypes type as its element type's name, anything else as it is
+    (an unknown type is its group's note)."""
+    from ..dtypes import dtype
+    from ..errors import PtoCostError
+
+    if isinstance(v, (type, np.dtype)):
+        try:
+            return dtype(v).name
+        except PtoCostError:
+            return np.dtype(v).name  # float64: refused by name in its group's note
+    return v
 
 
 def _key(v):
