@@ -199,7 +199,9 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
     by_key = {_key(r): r for r in old}
     for r in new:
         g = _group(r)
-        if r.scope == "family" and g not in seen and not _family_replaces(r, by_key.get(_key(r)), verdicts):
+        # a family row kept though the key it copies is replaced (a key kept is named below, its family with it)
+        if (r.scope == "family" and g not in seen and r.follows is not None and verdicts.get(r.follows, (False,))[0]
+                and not _family_replaces(r, by_key.get(_key(r)), verdicts)):
             seen.add(g)
             was = by_key[_key(r)]
             body = family_body_dtype(was.source)

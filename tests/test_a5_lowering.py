@@ -233,7 +233,7 @@ def test_vf_impl_kind_spellings():
     with pytest.raises(ParamError, match="vf_impl_kind"):
         make_request("TMINS", "1x640", "f32", arch="a5", vf_impl_kind="3D")
     with pytest.raises(ParamError, match="A5"):
-        make_request("TMINS", "1x640", "f32", arch="a2a3", vf_impl_kind="VFIMPL_DEFAULT")
+        make_request("TMINS", "1x640", "f32", arch="a2a3", vf_impl_kind="VFIMPL_1D_POST_UPDATE")
 
 
 def test_measured_cases_lower_to_the_form_the_rule_gives(measured_dir):

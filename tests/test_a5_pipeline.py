@@ -544,7 +544,7 @@ def test_fit_command_reports_pipeline_accuracy_and_where_it_wrote(tmp_path):
     frame["measured_cycles"] = np.round(predict_cases(cases, A5Uarch(sfu32_ii=3.0))[cases.row_case])
     trace, params, formula = tmp_path / "t.csv", tmp_path / "pipe.csv", tmp_path / "formula.csv"
     frame.to_csv(trace, index=False)
-    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "--model", "pipeline", "-o", str(formula),
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(trace), "--model", "pipeline",
                         "--pipeline-output", str(params)], capture_output=True, text=True, timeout=600,
                        env={**__import__("os").environ, "COLUMNS": "200"}, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
