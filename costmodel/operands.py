@@ -149,7 +149,7 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
         dst_dt = None
     inst.check_dtype(arch, dt, dst_dt)
     params = {k: v for k, v in params.items() if v is not None}
-    _check_param_names(params)
+    check_param_names(params)
     # canonical before the scalar check reads it; an op that takes no order is refused by _arch_rules
     if "order" in params and inst.name in PARAM_OPS["order"]:
         params["order"] = choice(params["order"], ("tile_scalar", "scalar_tile"), "--order")
@@ -436,11 +436,11 @@ PARAM_OPS = {"order": ("TDIVS",), "cmp_mode": COMPARES}
 SCALAR_MASK_OPS = ("TCMPS", "TSELS")  # the compare_select ops that take a scalar
 
 
-def _check_param_names(params: dict) -> None:
-    """Raise ParamError on a keyword no op reads (a typo would otherwise be silently ignored)."""
+def check_param_names(params: dict, extra: tuple[str, ...] = ()) -> None:
+    """Raise ParamError on a keyword no op reads, nor any of `extra` (a typo would otherwise be silently ignored)."""
     import difflib
 
-    known = (*SHARED_PARAMS, *PARAM_FAMILIES, *PARAM_OPS)
+    known = (*SHARED_PARAMS, *PARAM_FAMILIES, *PARAM_OPS, *extra)
     for key in params:
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)

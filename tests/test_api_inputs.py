@@ -65,11 +65,14 @@ def test_golden_checks_its_operands():
         costmodel.golden("TADD", a)
     with pytest.raises(ShapeError, match="one shape"):
         costmodel.golden("TADD", a, np.ones((8, 16), np.float32))
-    for valid in ((5, 40), (-1, 4)):
-        with pytest.raises(ShapeError, match="does not fit the 16x16 tile"):
+    for valid, said in (((5, 40), "does not fit the 16x16 tile"), ((-1, 4), "rows and cols must be ≥ 0"),
+                        ([(4, 4)], "malformed valid region"), ("4by4", "expected RxC")):
+        with pytest.raises(ShapeError, match=said):
             costmodel.golden("TADD", a, a, valid=valid)
-    out = costmodel.golden("TADD", a, a, valid=(4, 4))
-    assert out[:4, :4].sum() == 32 and out.sum() == 32
+    # the forms estimate takes: a pair, "RxC" text, a numpy array
+    for valid in ((4, 4), "4x4", np.array([4, 4])):
+        out = costmodel.golden("TADD", a, a, valid=valid)
+        assert out[:4, :4].sum() == 32 and out.sum() == 32
 
 
 @pytest.mark.parametrize("frame, kw, needle", [
@@ -319,3 +322,13 @@ def test_vf_impl_kind_default_is_no_request_on_a2a3_and_any_other_is_refused():
     for kind in ("VFIMPL_1D_POST_UPDATE", 2):
         with pytest.raises(ParamError, match="a2a3 has no VF"):
             costmodel.estimate("TADD", "8x64", "f32", verify=False, vf_impl_kind=kind)
+
+
+def test_golden_refuses_a_misspelt_parameter_as_estimate_does():
+    """A typo was silently ignored: valdi=(8, 8) computed the whole tile, round_mod= kept the default mode (QA 48a)."""
+    a = np.ones((16, 32), np.float32)
+    with pytest.raises(ParamError, match="unknown parameter 'valdi'; did you mean valid"):
+        costmodel.golden("TADD", a, a, valdi=(8, 8))
+    with pytest.raises(ParamError, match="unknown parameter 'round_mod'; did you mean round_mode"):
+        costmodel.golden("TCVT", a, dst_dtype="i16", round_mod="round")
+    assert costmodel.golden("TCVT", a, dst_dtype="i16", round_mode="round").dtype == np.int16

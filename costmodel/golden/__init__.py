@@ -12,6 +12,7 @@ import numpy as np
 
 from ..catalog import ELEMENTWISE_SOURCES, instruction
 from ..errors import NotModelledError, ParamError, PtoCostError, ShapeError
+from ..tiles import parse_shape
 from .kernels import apply
 
 Region = tuple[int, int]
@@ -20,11 +21,23 @@ Region = tuple[int, int]
 def _region(valid: Any, shape: tuple[int, int]) -> Region:
     if valid is None:
         return shape
-    vr, vc = int(valid[0]), int(valid[1])
+    vr, vc = parse_shape(valid, what="valid region", allow_zero=True)
     if not (0 <= vr <= shape[0] and 0 <= vc <= shape[1]):
         raise ShapeError(f"valid region {vr}x{vc} does not fit the {shape[0]}x{shape[1]} tile; accepted: 0..{shape[0]} "
                          f"x 0..{shape[1]}")
     return vr, vc
+
+
+def _valid_arg(valid: Any) -> Any:
+    """`valid` as the families read it: "RxC" text (as estimate takes it) as (rows, cols), and each region of a
+    sequence of regions (destination first) likewise."""
+    if isinstance(valid, np.ndarray):
+        valid = valid.tolist()
+    if isinstance(valid, str):
+        return parse_shape(valid, what="valid region", allow_zero=True)
+    if isinstance(valid, (tuple, list)) and valid and all(isinstance(v, (str, tuple, list, np.ndarray)) for v in valid):
+        return [_valid_arg(v) for v in valid]
+    return valid
 
 
 def _blank(shape: tuple[int, ...], dtype: np.dtype, out: np.ndarray | None) -> np.ndarray:
@@ -83,6 +96,11 @@ def register(family: str):
     return deco
 
 
+# what golden reads besides the request parameters: a conversion's target, tile shapes a source does not give, the
+# TSEL mask's bit layout and width (select.py), the index tile of arg ops
+GOLDEN_PARAMS = ("dst_dtype", "dst_shape", "dst_cols", "tile_shape", "mask_layout", "mask_valid_cols", "out_idx")
+
+
 def golden(op: str, *operands: np.ndarray, valid: Any = None, out: np.ndarray | None = None, **params: Any) -> np.ndarray:
     """Return the destination tile that `op` computes from `operands` (static shapes) over the valid region.
 
@@ -99,8 +117,11 @@ def golden(op: str, *operands: np.ndarray, valid: Any = None, out: np.ndarray | 
         raise NotModelledError(f"no golden semantics for {inst.name} ({inst.family})")
     if not operands and ELEMENTWISE_SOURCES.get(inst.family) != ():
         raise ParamError(f"{inst.name} needs its source tiles as numpy arrays")
+    from ..operands import check_param_names
+
+    check_param_names(params, (*GOLDEN_PARAMS, "valid", "out"))  # the two named ones, for a misspelling's hint
     try:
-        return fn(inst, operands, valid, out, params)
+        return fn(inst, operands, _valid_arg(valid), out, params)
     except PtoCostError:
         raise
     except (TypeError, ValueError, IndexError) as exc:  # numpy's own complaint about operands that do not fit
