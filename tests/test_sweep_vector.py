@@ -772,3 +772,18 @@ def test_a_dtype_column_of_numpy_types_prices_like_their_names():
     assert out["cycles"].iloc[[0, 1, 3]].tolist() == sweep(names)["cycles"].tolist()
     assert np.isnan(out["cycles"].iloc[2]) and "unknown dtype 'float64'" in out["note"].iloc[2]
     assert out["dtype"].tolist() == frame["dtype"].tolist()  # the caller's column, as given
+
+
+def test_a_column_a_sweep_would_not_read_but_names_a_request_field_is_refused():
+    """A trace's saturation_mode priced TCVT f32->i16 with the default saturation, 2x off, and valid_row priced the
+    whole tile, both with no word (QA 48a); other columns pass through."""
+    from costmodel.errors import PtoCostError
+
+    base = {"op": "TCVT", "dtype": "f32", "dst_dtype": "i16", "rows": 64, "cols": 64}
+    for extra, said in (({"saturation_mode": "on"}, "rename it saturation"),
+                        ({"valid_row": 32}, "did you mean valid_rows?"),
+                        ({"op_params": ""}, "pto-cost predict")):
+        with pytest.raises(PtoCostError, match=re.escape(said)):
+            sweep(pd.DataFrame([{**base, **extra}]))
+    out = sweep(pd.DataFrame([{**base, "saturation": "on", "kernel_id": 7}]))
+    assert out["kernel_id"].tolist() == [7] and out["cycles"].notna().all()

@@ -30,6 +30,7 @@ def check_frame(frame) -> dict:
     if missing:
         raise PtoCostError(f"the sweep frame lacks column(s) {', '.join(missing)}; it needs {', '.join(REQUIRED_COLUMNS)} "
                            "(optional: arch, dst_dtype, valid_rows, valid_cols, strategy, op parameters)")
+    _check_columns([str(c) for c in frame.columns])
     read = {}
     for col in ("rows", "cols", "valid_rows", "valid_cols"):
         if col not in frame or (pd.api.types.is_integer_dtype(frame[col]) and not frame[col].hasnans):
@@ -48,6 +49,33 @@ def check_frame(frame) -> dict:
             raise PtoCostError(f"sweep frame column {col}: {shown(frame[col].iloc[at])} (row {at}) is not a whole "
                                f"number{also}")
     return read
+
+
+# trace-format columns (DESIGN.md §4) a sweep would not read: what to do instead
+TRACE_COLUMNS = {"saturation_mode": "rename it saturation", "op_params": "price the trace with `pto-cost predict`",
+                 "extra": "price the trace with `pto-cost predict`"}
+
+
+def _check_columns(columns: list[str]) -> None:
+    """Raise PtoCostError for a column a sweep would silently not read although it names a request field: a trace's
+    own column names, or a near miss of a column the sweep reads (valid_row). Other columns pass through."""
+    import difflib
+
+    from ..errors import PtoCostError
+    from ..sweep import OUTPUT_COLUMNS, PARAM_COLUMNS
+
+    known = (*REQUIRED_COLUMNS, "arch", "dst_dtype", "valid_rows", "valid_cols", "strategy", "static_valid",
+             *PARAM_COLUMNS, *OUTPUT_COLUMNS)
+    for col in columns:
+        if col in known:
+            continue
+        if col in TRACE_COLUMNS:
+            raise PtoCostError(f"sweep frame column {col} is a trace's name, which a sweep does not read: "
+                               f"{TRACE_COLUMNS[col]}")
+        close = difflib.get_close_matches(col, known, n=1, cutoff=0.85)
+        if close:
+            raise PtoCostError(f"sweep frame column {col} is not read: did you mean {close[0]}? (other columns pass "
+                               "through to the output untouched)")
 
 
 def _full_as_missing(col):
