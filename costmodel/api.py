@@ -7,7 +7,7 @@ from typing import Any
 
 from . import lower as _lower
 from .emulate.verify import verify as _verify
-from .errors import PtoCostError, StrategyError
+from .errors import ParamError, PtoCostError, StrategyError
 from .flags import flag
 from .models import registry
 from .operands import make_request
@@ -32,8 +32,9 @@ REQUEST_ARGS = """
                 precision (TRECIP, ...), vf_impl_kind (A5), cmp_mode (TCMP, TCMPS), order (TDIVS), src0_valid,
                 src1_valid, and the family parameters `pto-cost estimate --help` lists; a misspelt name is an
                 error naming the close one.
-    Raises a PtoCostError subclass with a one-line message (UnsupportedDtypeError, ShapeError, ParamError,
-    StrategyError, NotModelledError) for anything it cannot model.
+    Raises a PtoCostError subclass with a one-line message (UnknownOpError, UnsupportedDtypeError, ShapeError,
+    ParamError: also an unknown arch or model, StrategyError, NotModelledError) for anything it cannot model; all are
+    importable from `costmodel`.
 """
 
 
@@ -49,7 +50,7 @@ def resolve_arch(arch: str | None) -> tuple[str, str]:
         try:
             return check_arch(env), "env"
         except PtoCostError:
-            raise PtoCostError(f"unknown arch {env!r} from $PTO_COST_ARCH; accepted: {', '.join(ARCHES)}") from None
+            raise ParamError(f"unknown arch {env!r} from $PTO_COST_ARCH; accepted: {', '.join(ARCHES)}") from None
     return DEFAULT_ARCH, "default"
 
 

@@ -5,7 +5,7 @@ import functools
 from dataclasses import dataclass
 
 from ._data import read_rows
-from .errors import PtoCostError
+from .errors import ParamError
 
 ARCHES = ("a2a3", "a5")
 
@@ -28,7 +28,7 @@ def check_arch(arch: str) -> str:
     """Return the canonical arch key, or raise naming the accepted ones."""
     key = str(arch).strip().lower().replace("/", "")
     if key not in ARCHES:
-        raise PtoCostError(f"unknown arch {arch!r}; accepted: {', '.join(ARCHES)}")
+        raise ParamError(f"unknown arch {arch!r}; accepted: {', '.join(ARCHES)}")
     return key
 
 

@@ -332,3 +332,18 @@ def test_golden_refuses_a_misspelt_parameter_as_estimate_does():
     with pytest.raises(ParamError, match="unknown parameter 'round_mod'; did you mean round_mode"):
         costmodel.golden("TCVT", a, dst_dtype="i16", round_mod="round")
     assert costmodel.golden("TCVT", a, dst_dtype="i16", round_mode="round").dtype == np.int16
+
+
+def test_every_refusal_is_a_named_error_class_the_package_exports():
+    """A script catches what it can fix by class: an unknown arch or model is a ParamError, like any bad option, and
+    every class (and the result types) can be imported from `costmodel` (QA 48a)."""
+    for kw in ({"arch": "a6"}, {"model": "nope"}, {"model": "pipeline"}):
+        with pytest.raises(costmodel.ParamError):
+            costmodel.estimate("TMINS", "64x64", "f16", **kw)
+    with pytest.raises(costmodel.UnknownOpError):
+        costmodel.estimate("TFOO", "64x64", "f16")
+    for name in ("UnknownOpError", "UnsupportedDtypeError", "ShapeError", "StrategyError", "ParamError",
+                 "NotModelledError", "TraceError"):
+        assert issubclass(getattr(costmodel, name), costmodel.PtoCostError)
+    assert isinstance(costmodel.estimate("TMINS", "64x64", "f16", verify=False), costmodel.Estimate)
+    assert isinstance(costmodel.plan("TMINS", "64x64", "f16"), costmodel.Plan)

@@ -1,7 +1,7 @@
 """Which cost models exist per arch, and which one `model="auto"` picks."""
 from __future__ import annotations
 
-from ..errors import PtoCostError
+from ..errors import ParamError
 
 _MODELS = {
     ("a2a3", "formula"): ("costmodel.models.a2a3_intrinsic", "IntrinsicModel"),
@@ -29,7 +29,7 @@ def check_name(name: str | None) -> str:
     known = ("auto", *dict.fromkeys(n for _, n in _MODELS))
     key = (name or "").strip().lower()
     if key not in ("", *known):
-        raise PtoCostError(f"unknown model {name!r}; accepted: {', '.join(known)}")
+        raise ParamError(f"unknown model {name!r}; accepted: {', '.join(known)}")
     return key or "auto"
 
 
@@ -46,7 +46,7 @@ def model_for(arch: str, name: str = "auto"):
         return FormulaThenPipeline(model_for(arch, first), model_for(arch, second))
     if (arch, key) not in _MODELS:
         where = sorted(a for a, n in _MODELS if n == key)
-        raise PtoCostError(f"model {key!r} is {'/'.join(where)} only, not {arch}; accepted on {arch}: auto, "
+        raise ParamError(f"model {key!r} is {'/'.join(where)} only, not {arch}; accepted on {arch}: auto, "
                            f"{', '.join(names(arch))}")
     mod, cls = _MODELS[(arch, key)]
     return getattr(importlib.import_module(mod), cls)()
