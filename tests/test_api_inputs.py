@@ -24,7 +24,7 @@ def test_a_mistyped_keyword_is_an_error_naming_it(call):
     ({"scalar": 1j}, "ParamError", "is not a number"),
     ({"scalar": True}, "ParamError", "is not a number"),
     ({"verify": "maybe"}, "ParamError", "verify 'maybe': expected true or false"),
-    ({"arch": ""}, "PtoCostError", "unknown arch"),
+    ({"arch": ""}, "ParamError", "unknown arch"),
 ])
 def test_values_of_the_wrong_kind_are_named_errors_not_python_ones(kw, error, words):
     with pytest.raises(PtoCostError, match=words) as exc:
