@@ -59,9 +59,18 @@ NOT_CHECKED = "not checked"  # the start of a verify note when verification was 
 BREAKDOWN_FLOOR = 1e-6  # cycles: smaller parts are rounding residue of a fitted form, not a cost
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Estimate:
-    """The result of costing (and optionally verifying) one plan."""
+    """The result of costing (and optionally verifying) one plan.
+
+    `cycles` with its `breakdown` ((term, cycles) pairs summing to it) from `model`; `strategy` the emission strategy
+    priced, `strategy_source` "default" (the one the implementation emits) or "forced" (asked for); `arch_source`
+    "option", "env" ($PTO_COST_ARCH) or "default"; `verified` True/False (the plan emulated against the
+    golden) or None (`verify_note` says why: not asked, or no numpy form), `verify_note` what was checked; `notes`
+    the lowering's and the model's remarks; `params_from` and `provenance` where the parameters came from; `plan` and
+    `request` the objects priced. Two estimates are equal when they price the same request (tiles and parameters)
+    in the same strategy with the same result, however the call named the arch or strategy.
+    """
 
     op: str
     arch: str
@@ -90,6 +99,18 @@ class Estimate:
         if self.verified is None:
             return "skipped" if self.verify_note.startswith(NOT_CHECKED) else "n/a"
         return "yes" if self.verified else "no"
+
+    def _identity(self) -> tuple:
+        req = self.request
+        asked = None if req is None else (req.op, req.arch, req.tiles, req.params)
+        return (self.op, self.arch, self.strategy, self.model, self.cycles, self.breakdown, self.verified,
+                self.verify_note, self.notes, self.params_from, asked)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Estimate) and self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the estimate (no plan objects)."""

@@ -347,3 +347,12 @@ def test_every_refusal_is_a_named_error_class_the_package_exports():
         assert issubclass(getattr(costmodel, name), costmodel.PtoCostError)
     assert isinstance(costmodel.estimate("TMINS", "64x64", "f16", verify=False), costmodel.Estimate)
     assert isinstance(costmodel.plan("TMINS", "64x64", "f16"), costmodel.Plan)
+
+
+def test_estimates_are_equal_when_they_price_the_same_request_alike():
+    """How the call named the arch or the strategy does not change an estimate; another request does (QA 48a)."""
+    e = costmodel.estimate("TMINS", "64x64", "f16", verify=False)
+    same = [costmodel.estimate("TMINS", "64x64", "f16", arch="a2a3", verify=False),
+            costmodel.estimate("TMINS", "64x64", "f16", strategy=e.strategy, verify=False)]
+    assert all(s == e and hash(s) == hash(e) for s in same)
+    assert costmodel.estimate("TMINS", "64x64", "f16", scalar=2.0, verify=False) != e
