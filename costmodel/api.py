@@ -173,12 +173,13 @@ def best_strategy(op: str, shape: Any = None, dtype: Any = "f16", arch: str | No
 _PROBE_SHAPE = "32x128"
 
 
-def modelled_dtypes(op: str, arch: str) -> tuple[str, ...]:
-    """Return the dtype tokens of `op` on `arch`, as the catalogue lists them ('src>dst' for two-type ops), that
-    have a modelled plan (a family's lowering may leave some dtypes unmodelled, e.g. A2/A3 integer row sums)."""
+def modelled_dtypes(op: str, arch: str | None = None) -> tuple[str, ...]:
+    """Return the dtype tokens of `op` on `arch` (None: $PTO_COST_ARCH, else a2a3, as `estimate` takes it), as the
+    catalogue lists them ('src>dst' for two-type ops), that have a modelled plan (a family's lowering may leave some
+    dtypes unmodelled, e.g. A2/A3 integer row sums)."""
     from .catalog import instruction
 
-    return _modelled_dtypes(instruction(op).name, arch)
+    return _modelled_dtypes(instruction(op).name, resolve_arch(arch)[0])
 
 
 @functools.lru_cache(maxsize=None)

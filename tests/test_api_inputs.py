@@ -356,3 +356,10 @@ def test_estimates_are_equal_when_they_price_the_same_request_alike():
             costmodel.estimate("TMINS", "64x64", "f16", strategy=e.strategy, verify=False)]
     assert all(s == e and hash(s) == hash(e) for s in same)
     assert costmodel.estimate("TMINS", "64x64", "f16", scalar=2.0, verify=False) != e
+
+
+def test_modelled_dtypes_takes_the_arch_as_estimate_does(monkeypatch):
+    monkeypatch.delenv("PTO_COST_ARCH", raising=False)
+    assert costmodel.modelled_dtypes("TROWSUM") == costmodel.modelled_dtypes("TROWSUM", "a2a3") == ("f16", "f32")
+    monkeypatch.setenv("PTO_COST_ARCH", "a5")
+    assert "i32" in costmodel.modelled_dtypes("TROWSUM")
