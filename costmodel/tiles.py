@@ -5,6 +5,8 @@ import math
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from .dtypes import DType, dtype as as_dtype
 from .errors import ShapeError
 from .layouts import ALL as LAYOUTS, BOXED, alignment_problem
@@ -21,7 +23,10 @@ def _whole(v) -> bool:
 
 
 def parse_shape(text: str | tuple[int, int], *, what: str = "shape", allow_zero: bool = False) -> tuple[int, int]:
-    """Return (rows, cols) from `RxC` text (or a pair); zero dims only where `allow_zero` (valid regions)."""
+    """Return (rows, cols) from `RxC` text (or a pair: a tuple, list or numpy array); zero dims only where `allow_zero`
+    (valid regions)."""
+    if isinstance(text, np.ndarray):
+        text = text.tolist()
     if isinstance(text, (tuple, list)):
         if len(text) != 2:
             raise ShapeError(f"malformed {what} {text!r}: expected two dimensions (rows, cols)")

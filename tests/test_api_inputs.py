@@ -363,3 +363,9 @@ def test_modelled_dtypes_takes_the_arch_as_estimate_does(monkeypatch):
     assert costmodel.modelled_dtypes("TROWSUM") == costmodel.modelled_dtypes("TROWSUM", "a2a3") == ("f16", "f32")
     monkeypatch.setenv("PTO_COST_ARCH", "a5")
     assert "i32" in costmodel.modelled_dtypes("TROWSUM")
+
+
+def test_numpy_arrays_are_shapes_and_valid_regions_as_tuples_are():
+    by_tuple = costmodel.estimate("TMINS", (64, 64), "f16", valid=(32, 32), verify=False)
+    by_array = costmodel.estimate("TMINS", np.array([64, 64]), "f16", valid=np.array([32, 32]), verify=False)
+    assert by_array == by_tuple
