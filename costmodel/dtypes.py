@@ -104,4 +104,5 @@ def from_numpy(np_dtype) -> DType:
     for d in all_dtypes():
         if d.emulatable and d.np == want:
             return d
-    raise UnsupportedDtypeError(f"numpy type {want} is not an element type of this tool")
+    known = " ".join(f"{d.np}" for d in all_dtypes() if d.emulatable)
+    raise UnsupportedDtypeError(f"numpy type {want} is not an element type of this tool; accepted numpy types: {known}")
