@@ -340,9 +340,11 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, 
         key = rows.keys[int(np.flatnonzero(sel)[0])]
         if key["name"] in smooth_ops:
             continue
+        terms = fm.TERMS[key["strategy"][:2]]
+        if any(f"{t}|{k0}" not in coef for t in terms):  # every row of it dispatch-bound: nothing prices its body
+            continue
         cv = float(np.nanmean(ape[sel])) if np.isfinite(ape[sel]).any() else None
         n = int(sel.sum())
-        terms = fm.TERMS[key["strategy"][:2]]
         offset = coef.get(f"off|{key['strategy']}", 0.0)
         for t in terms:
             value = float(coef[f"{t}|{k0}"]) + (offset if t == "p0" else 0.0)

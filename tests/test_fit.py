@@ -1353,3 +1353,17 @@ def test_a_family_row_copied_from_a_less_measured_dtype_keeps_the_tables(tmp_pat
     assert got == {("op", "f32"): 1.4, ("op", "i64"): 2.9, ("family", "*"): 1.4}
     write_params(rows("i16", 1.6, 31), path)
     assert {r.value for r in read_table(path).rows if r.scope == "family"} == {1.6}
+
+
+def test_a_key_whose_rows_are_all_dispatch_bound_is_left_to_its_family(tmp_path):
+    """Six TADD bf16 rows, one of them 2D (measured TADD f32 rows x 0.9): the hard-max fit drops a dispatch-bound row
+    from the P fit, and a key with no row left had no coefficients, which raised a KeyError after the fit (QA 48b)."""
+    from fit.run import fit_traces
+
+    path = tmp_path / "few.csv"
+    path.write_text("arch,op,dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles\n"
+                    "a5,TADD,bf16,1,64,1,64,VFIMPL_DEFAULT,50\na5,TADD,bf16,1,192,1,192,VFIMPL_DEFAULT,54\n"
+                    "a5,TADD,bf16,1,320,1,320,VFIMPL_DEFAULT,56\na5,TADD,bf16,1,640,1,640,VFIMPL_DEFAULT,60\n"
+                    "a5,TADD,bf16,1,640,1,640,VFIMPL_1D_NO_POST_UPDATE,58\na5,TADD,bf16,2,224,2,192,VFIMPL_DEFAULT,59\n")
+    run = fit_traces([str(path)])
+    assert run.rows and all(r.value == r.value for r in run.rows)
