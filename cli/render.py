@@ -293,7 +293,8 @@ def validation_text(rep, name: str) -> None:
         con.print(_metrics_table("per op", rep.per_op, ["arch", "op"]))
     if len(rep.not_scored):
         notes = rep.not_scored.groupby("note", sort=False)["line"].apply(lambda s: ", ".join(map(str, s))).reset_index()
-        con.print(f"[yellow]{len(rep.not_scored)} row(s) not scored:[/]")
+        hint = _noise_hint(int(rep.not_scored["note"].astype(str).str.contains("conflicting duplicates").sum()))
+        con.print(f"[yellow]{len(rep.not_scored)} row(s) not scored[/]{plain(hint)}[yellow]:[/]")
         for r in notes.itertuples(index=False):
             con.print(plain(f"  {rep.unit}{'s' if ',' in r.line else ''} {r.line}: {r.note}"))
 
@@ -338,6 +339,12 @@ def status(label: str):
     return bar
 
 
+def _noise_hint(clash: int) -> str:
+    """Say how many rows were left out as conflicting repeats, and the option that accepts them ('' for none)."""
+    return (f" ({clash} measure a case another row measures more than the profiler's noise apart; "
+            "--repeat-tolerance CYCLES accepts a noisier profiler's repeats)" if clash else "")
+
+
 def fit_text(run, output: str, written, pipeline_output: str | None = None, *, dry_run: bool = False) -> None:
     """Print the fit report: bad rows, the model selection, parameters ± standard errors, CV accuracy, and what was
     written (with `dry_run`, what would be)."""
@@ -350,7 +357,8 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
         by_line: dict[str, list[str]] = {}
         for p in run.problems:
             by_line.setdefault(p.where, []).append(f"{p.column}: {p.message}")
-        con.print(f"[yellow]{len(by_line)} trace row(s) left out:[/]")
+        hint = _noise_hint(sum(p.message.startswith("conflicting duplicates") for p in run.problems))
+        con.print(f"[yellow]{len(by_line)} trace row(s) left out[/]{plain(hint)}[yellow]:[/]")
         for where, msgs in list(by_line.items())[:12]:
             con.print(plain(f"  {where}: {'; '.join(msgs)}"))
         if len(by_line) > 12:

@@ -170,3 +170,12 @@ def test_strategies_are_paired_only_on_one_request_and_a_predicted_tie_is_each_p
 def test_a_header_only_trace_says_so():
     with pytest.raises(TraceError, match="a header and no rows"):
         validate_frame(CASES.iloc[:0].assign(measured_cycles=[]))
+
+
+def test_rows_left_out_as_noisy_repeats_name_the_option_that_takes_them(tmp_path):
+    trace = tmp_path / "noisy.csv"
+    trace.write_text("arch,op,dtype,rows,cols,measured_cycles\na5,TADD,f32,1,64,55\na5,TADD,f32,1,64,60\n"
+                     "a5,TADD,f32,1,640,67\n")
+    r = run("validate", str(trace))
+    assert r.returncode == 0 and "2 measure a case another row measures more than the profiler's noise apart; " \
+        "--repeat-tolerance CYCLES" in " ".join(r.stdout.split())
