@@ -423,7 +423,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     # with those of the dtype measured most (a TADD trace of narrow f32 rows, held, had rewritten f16's slope from
     # them, 1.08 -> 0.08 cycles a chunk)
     leader: dict[tuple, tuple[int, dict]] = {}
-    for member, key in seen.items():
+    for member, key in sorted(seen.items()):  # ties go to the first member by name, whatever the trace's row order
         shared = (key["name"], key["op_params"], body_of(key))
         if len(member_rows[member]) > leader.get(shared, (0, {}))[0]:
             leader[shared] = (len(member_rows[member]), key)
@@ -445,11 +445,11 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     # an op nobody measured falls back to the body that measured ops doing the same work per chunk share (their
     # deviations left out): leave-one-op-out, such a body predicts each pooled op within 0.9-2.6 % MAPE
     bodies: dict[str, tuple[int, dict]] = {}
-    for member, key in seen.items():
+    for member, key in sorted(seen.items()):  # a body's rows name its first member by name
         if key["name"] not in PER_FORM_BODIES and key.get("sig"):
             body = body_of(key)
-            n = bodies.get(body, (0, key))[0] + len(member_rows[member])
-            bodies[body] = (n, key)
+            n, first = bodies.get(body, (0, key))
+            bodies[body] = (n + len(member_rows[member]), first)
     for body, (n, key) in sorted(bodies.items()):
         write("body", key["sig"], body_dtype(key), key["dst_dtype"], "", {**key, "name": ""}, forms["1d"] + forms["2d"], n,
               None, lambda s: f"{src}; body shared by the measured ops of this work")
@@ -465,13 +465,15 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
     # a key nobody measured (another dtype of a measured op) falls back to its family: the op's body measured on
     # most rows, in every loop form — a 256-byte chunk is the same work whatever the element type (measured:
     # TADD f16 1x1280 and f32 1x640, ten chunks each, cost 67 cycles alike; so do TMINS f16 and f32, 64)
-    best: dict[str, tuple[int, dict]] = {}
-    for member, key in seen.items():
+    # (per shape of loop where bodies are per form: a family's 1D forms copy its most measured 1D body, its 2D forms
+    # its most measured 2D body; ties go to the first member by name, whatever the trace's row order)
+    best: dict[tuple[str, str], tuple[int, dict]] = {}
+    for member, key in sorted(seen.items()):
         n = len(member_rows[member])
-        fam = fm.family_of(key)
-        if n > best.get(fam, (0, {}))[0]:
-            best[fam] = (n, key)
-    for fam, (n, key) in sorted(best.items()):
+        slot = (fm.family_of(key), key["strategy"][:2] if key["name"] in PER_FORM_BODIES else "")
+        if n > best.get(slot, (0, {}))[0]:
+            best[slot] = (n, key)
+    for (fam, _), (n, key) in sorted(best.items()):
         write("family", fam, "*", "", "", key, strategies_of(key, {key["strategy"]}), n, None,
               lambda s, dt=key["dtype"]: fm.family_body_source(src, dt),
               follows=group(key))

@@ -375,6 +375,12 @@ def average_repeats(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return df.assign(measured_cycles=mean)[~repeated.to_numpy()], int(repeated.sum())
 
 
+def key_text(df: pd.DataFrame) -> pd.Series:
+    """Return each row's key columns (the request and test parameters, not the measurement) as one text."""
+    key = [c for c in (*KEY, *param_columns()) if c in df.columns]
+    return df[key].apply(lambda col: col.map(cell_text)).agg("\x1f".join, axis=1)  # a Parquet cell may be a list
+
+
 def measured_keys(df: pd.DataFrame) -> pd.Series:
     """Return a label per row that two rows share when they measure the same thing: the request each builds and the
     loop its strategy emits (so `ON` and `on`, `fp32` and `float32`, `CAST_RINT` and `rint` agree, and so do an A5
@@ -384,8 +390,7 @@ def measured_keys(df: pd.DataFrame) -> pd.Series:
 
     if df.empty:
         return pd.Series([], index=df.index, dtype="int64")
-    key = [c for c in (*KEY, *param_columns()) if c in df.columns]
-    cells = df[key].apply(lambda col: col.map(cell_text)).agg("\x1f".join, axis=1)  # a Parquet cell may be a list
+    cells = key_text(df)
     first = ~cells.duplicated()
     label: dict[str, Any] = {}
     for text, row in zip(cells[first], df.loc[first].to_dict("records")):  # one request per distinct spelling

@@ -1367,3 +1367,22 @@ def test_a_key_whose_rows_are_all_dispatch_bound_is_left_to_its_family(tmp_path)
                     "a5,TADD,bf16,1,640,1,640,VFIMPL_1D_NO_POST_UPDATE,58\na5,TADD,bf16,2,224,2,192,VFIMPL_DEFAULT,59\n")
     run = fit_traces([str(path)])
     assert run.rows and all(r.value == r.value for r in run.rows)
+
+
+def test_a_fit_does_not_depend_on_the_order_of_the_trace_rows(tmp_path):
+    """A shuffled A5 file wrote other parameters (a family took its 2D forms from whichever tied member came first,
+    and ill-determined coefficients moved with the least-squares row order; QA 48b)."""
+    from fit.run import fit_traces
+
+    text = ("arch,op,dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles\n"
+            "a5,TADD,f32,1,64,1,64,VFIMPL_DEFAULT,55\na5,TADD,f32,1,640,1,640,VFIMPL_DEFAULT,67\n"
+            "a5,TADD,f32,4,128,4,128,VFIMPL_DEFAULT,70\na5,TADD,f32,16,256,16,256,VFIMPL_DEFAULT,140\n"
+            "a5,TMINS,f16,1,1280,1,1280,VFIMPL_DEFAULT,64\na5,TMINS,f16,1,128,1,128,VFIMPL_DEFAULT,56\n"
+            "a5,TMINS,f16,8,128,8,128,VFIMPL_DEFAULT,90\na5,TMINS,f32,1,640,1,640,VFIMPL_DEFAULT,64\n")
+    head, *lines = text.strip().split("\n")
+    tables = []
+    for name, order in (("in.csv", lines), ("out.csv", lines[::-1])):
+        (tmp_path / name).write_text("\n".join([head, *order]) + "\n")
+        run = fit_traces([str(tmp_path / name)], k=2)
+        tables.append({(r.scope, r.name, r.dtype, r.strategy, r.term): r.value for r in run.rows})
+    assert tables[0] == tables[1]
