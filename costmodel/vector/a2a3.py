@@ -394,7 +394,8 @@ class Prepared:
         sv = rep.dst.static_valid
         named = [(n, *b) for n, b in zip(base.buffer_names, base.buffers)]
         lanes = (lambda: fmod(shapes.vc, base.lane_den) == 0) if base.lane_den > 1 else None
-        errors, idx, sh = screen("a2a3", rep, named, shapes, out, self.messages, self.note, lanes)
+        errors, idx, sh = screen("a2a3", rep, named, shapes, out, self.messages, self.note, lanes,
+                                 aliased=sequence.in_place(rep))
         if sh is None:
             return errors
         whole = isinstance(idx, slice)
