@@ -830,6 +830,7 @@ def fit_cmd(
                           "rows_removed": len(written.dropped) if written else 0,
                           "rows_removed_note": written.dropped_note() if written else "",
                           "old_forms_kept": list(written.old_forms) if written else [],
+                          "families_moved": list(written.moved) if written else [],
                           "pipeline_output": None if run.pipeline is None else pipeline_output,
                           "bad_rows": [p.to_dict() for p in run.problems],
                           "repeats": run.repeats,  # rows that repeated a case, averaged into it

@@ -429,6 +429,8 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
             con.print(plain(f"note: {written.dropped_note()}"))
         if written.old_forms:
             con.print(plain(f"note: {written.old_forms_note()}"))
+        for moved in written.moved:
+            con.print(plain(f"note: {moved}"))
         if run.pipeline is None and any(r.arch == "a5" for r in run.rows):
             con.print(plain("note: A5 ops without formula parameters (reductions, TRSQRT, ...) are priced by the "
                             "pipeline model, whose parameters a formula fit leaves as they are (anchored ones move "

@@ -34,6 +34,7 @@ class Written:
     held: tuple[dict, ...] = ()  # op keys or classes whose better-measured table rows this fit's few did not replace
     dropped: tuple[ParamRow, ...] = ()  # old rows the fit's own rows made stale (`merge_rows`)
     old_forms: tuple[str, ...] = ()  # "a5 TMINS f32 2d-post-update": loop forms of refitted keys left as they were
+    moved: tuple[str, ...] = ()  # families whose unmeasured dtypes now copy another dtype's body (`family_moves`)
 
     def old_forms_note(self) -> str:
         """Say which loop forms of refitted A5 keys keep the old table's values ("" when none)."""
@@ -332,9 +333,28 @@ def planned_table(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool 
     from costmodel.models.params import shipped
 
     target = Path(path)
-    fresh, kept, held, dropped, old_forms = {id(r) for r in rows}, 0, (), [], []
+    fresh, kept, held, dropped, old_forms, moved = {id(r) for r in rows}, 0, (), [], [], ()
     if merge:
         old = (read_table(target) if target.exists() else shipped()).rows
         held = held_keys(old, rows)
         rows, kept, dropped, old_forms = merge_rows(old, rows)
-    return rows, Written(len(rows), sum(id(r) in fresh for r in rows), kept, held, tuple(dropped), tuple(old_forms))
+        moved = family_moves(old, [r for r in rows if id(r) in fresh])
+    return rows, Written(len(rows), sum(id(r) in fresh for r in rows), kept, held, tuple(dropped), tuple(old_forms),
+                         moved)
+
+
+def family_moves(old: list[ParamRow], written: list[ParamRow]) -> tuple[str, ...]:
+    """Say, per A5 family whose written rows copy another dtype's body than the table's did, which dtype its
+    unmeasured dtypes are priced by now (a TADD i32 trace of 31 rows reprices bf16 and i8 from i32 instead of f32)."""
+    by_key = {_key(r): r for r in old}
+    out = {}
+    for r in written:
+        was = by_key.get(_key(r))
+        if r.scope != "family" or was is None:
+            continue
+        now, then = family_body_dtype(r.source), family_body_dtype(was.source)
+        if now and then and now != then:
+            out.setdefault((r.arch, r.name, r.op_params), (
+                f"{r.arch} {r.name}{' ' + r.op_params if r.op_params else ''} family: its unmeasured dtypes are priced "
+                f"by {now}'s body now ({r.n_obs} observations), where the table copied {then}'s ({was.n_obs})"))
+    return tuple(out.values())

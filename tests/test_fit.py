@@ -1386,3 +1386,24 @@ def test_a_fit_does_not_depend_on_the_order_of_the_trace_rows(tmp_path):
         run = fit_traces([str(tmp_path / name)], k=2)
         tables.append({(r.scope, r.name, r.dtype, r.strategy, r.term): r.value for r in run.rows})
     assert tables[0] == tables[1]
+
+
+def test_a_family_that_now_copies_another_dtype_says_so(tmp_path):
+    """A TADD i32 trace measured as often as the table's f32 reprices TADD's unmeasured dtypes from i32: the write
+    says so (QA 48b: bf16 moved 18 % with no line in the report)."""
+    from costmodel.models.a5_formula import family_body_source
+    from costmodel.models.params import ParamRow
+    from fit.params_io import write_params
+
+    def rows(dtype, value, n):
+        member = ("a5", "vf", "op", "TADD", dtype, "", "")
+        return [ParamRow("a5", "vf", "op", "TADD", dtype, "", "1d-post-update", "", "p1", value, None, n, None, "t"),
+                ParamRow("a5", "vf", "family", "TADD", "*", "", "1d-post-update", "", "p1", value, None, n, None,
+                         family_body_source("t", dtype), member)]
+
+    path = tmp_path / "p.csv"
+    write_params(rows("f32", 1.4, 31), path, merge=False)
+    assert write_params(rows("f32", 1.5, 31), path).moved == ()
+    (said,) = write_params(rows("i32", 1.6, 31), path).moved
+    assert said == ("a5 TADD family: its unmeasured dtypes are priced by i32's body now (31 observations), where the "
+                    "table copied f32's (31)")
