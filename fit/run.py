@@ -149,8 +149,8 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "choice": f"shrink {fit.shrink}, dtype effects {fit.dtypes}"
                                        + ("" if fit.chosen_by_cv else " (too few tile shapes to choose by cross-"
                                           "validation: the public file's choice)")
-                                       + f", reference constants scaled by {fit.prior_scale:.3f} (the median "
-                                         "measured / reference ratio)",
+                                       + f", the priors of its classes scaled by {fit.prior_scale:.3f} (the "
+                                         "median measured / reference ratio of this trace's rows)",
                              "report": fit.report,
                              "cv": summary(fit.cv_predictions, y), "validation": "cross-validated",
                              "fitted_rows": len(y), "notes": notes,
