@@ -172,7 +172,9 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "legend": "coefficients: p0 per program, p1 per chunk, p2 per row of a 2D program whose "
                                        "rows hold one chunk, p3 per row and p4 per chunk of one whose rows hold more, "
                                        "p5 a one-chunk 1D program, each ± its standard error (! where it exceeds the "
-                                       "value); the ± column is p1's; "
+                                       "value; - where none can be estimated: a fit left with less than one degree "
+                                       "of freedom passes through its rows, and a value at a bound has none); the ± "
+                                       "column is p1's; "
                                        "(at a bound): the coefficient, or a part of it, ended on a limit the fit sets "
                                        "(e.g. no negative per-chunk cost), so that value is the limit's, not the data's",
                              "cv": summary(fit.cv_predictions, y), "validation": "cross-validated",
