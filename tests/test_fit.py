@@ -1329,19 +1329,25 @@ def test_the_a2a3_report_lists_the_transfer_terms_it_fitted(tmp_path):
     assert got == {"copy_gm_to_ubuf_align per_call": 5, "copy_gm_to_ubuf_align per_byte": 5}
 
 
+def _tadd_and_family(dtype: str, value: float, n: int) -> list:
+    """A TADD key's 1D p1 row of `dtype` and the family row that copies its body."""
+    from costmodel.models.a5_formula import family_body_source
+    from costmodel.models.params import ParamRow
+
+    member = ("a5", "vf", "op", "TADD", dtype, "", "")
+    return [ParamRow("a5", "vf", "op", "TADD", dtype, "", "1d-post-update", "", "p1", value, None, n, None, "t"),
+            ParamRow("a5", "vf", "family", "TADD", "*", "", "1d-post-update", "", "p1", value, None, n, None,
+                     family_body_source("t", dtype), member)]
+
+
 def test_a_family_row_copied_from_a_less_measured_dtype_keeps_the_tables(tmp_path):
     """Two rows of TADD i64, which the table never measured, replace nothing the table's TADD f32 body prices: its
     family rows (bf16, i32, ... copy f32's 31 observations) stay, and the fit says so (QA 47a: i32 moved by 24 %).
     A new dtype measured as often as the table's leader does replace them."""
-    from costmodel.models.a5_formula import family_body_source
-    from costmodel.models.params import ParamRow, read_table
+    from costmodel.models.params import read_table
     from fit.params_io import held_keys, write_params
 
-    def rows(dtype, value, n):
-        member = ("a5", "vf", "op", "TADD", dtype, "", "")
-        return [ParamRow("a5", "vf", "op", "TADD", dtype, "", "1d-post-update", "", "p1", value, None, n, None, "t"),
-                ParamRow("a5", "vf", "family", "TADD", "*", "", "1d-post-update", "", "p1", value, None, n, None,
-                         family_body_source("t", dtype), member)]
+    rows = _tadd_and_family
 
     path = tmp_path / "p.csv"
     write_params(rows("f32", 1.4, 31), path, merge=False)
@@ -1391,15 +1397,9 @@ def test_a_fit_does_not_depend_on_the_order_of_the_trace_rows(tmp_path):
 def test_a_family_that_now_copies_another_dtype_says_so(tmp_path):
     """A TADD i32 trace measured as often as the table's f32 reprices TADD's unmeasured dtypes from i32: the write
     says so (QA 48b: bf16 moved 18 % with no line in the report)."""
-    from costmodel.models.a5_formula import family_body_source
-    from costmodel.models.params import ParamRow
     from fit.params_io import write_params
 
-    def rows(dtype, value, n):
-        member = ("a5", "vf", "op", "TADD", dtype, "", "")
-        return [ParamRow("a5", "vf", "op", "TADD", dtype, "", "1d-post-update", "", "p1", value, None, n, None, "t"),
-                ParamRow("a5", "vf", "family", "TADD", "*", "", "1d-post-update", "", "p1", value, None, n, None,
-                         family_body_source("t", dtype), member)]
+    rows = _tadd_and_family
 
     path = tmp_path / "p.csv"
     write_params(rows("f32", 1.4, 31), path, merge=False)
