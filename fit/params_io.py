@@ -106,7 +106,7 @@ def _decided_by(r: ParamRow, verdicts: dict) -> tuple | None:
     return _group(r) if r.scope in OWN_SCOPES else None
 
 
-def _family_replaces(r: ParamRow, old: ParamRow | None, verdicts: dict) -> bool:
+def _replaces_row(r: ParamRow, old: ParamRow | None, verdicts: dict) -> bool:
     """Whether `r` replaces the table's row `old` of its key (`_decided_by`). A family row (an unmeasured dtype's
     price, copied from the op's most measured body) also needs the body it copies to be the one the table's copies,
     or one measured as often: two TADD i64 rows must not reprice bf16 and i32 where the table copies f32's 31."""
@@ -202,7 +202,7 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
         g = _group(r)
         # a family row kept though the key it copies is replaced (a key kept is named below, its family with it)
         if (r.scope == "family" and g not in seen and r.follows is not None and verdicts.get(r.follows, (False,))[0]
-                and not _family_replaces(r, by_key.get(_key(r)), verdicts)):
+                and not _replaces_row(r, by_key.get(_key(r)), verdicts)):
             seen.add(g)
             was = by_key[_key(r)]
             body = family_body_dtype(was.source)
@@ -260,7 +260,7 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow]
     verdicts = own_verdicts(old, new)
     refit_classes = set()
     for r in new:
-        if _family_replaces(r, by_key.get(_key(r)), verdicts):
+        if _replaces_row(r, by_key.get(_key(r)), verdicts):
             by_key[_key(r)] = r
             if r.scope == "intrinsic" and r.dtype == "*":
                 refit_classes.add((r.arch, r.form, r.name, r.term))
