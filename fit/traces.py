@@ -79,13 +79,6 @@ class Problem:
                 **({"unit": self.unit} if self.unit != "line" else {}), "column": self.column, "message": self.message}
 
 
-def _check_header(path: Path) -> None:
-    """Raise TraceError if a CSV header names a column twice (pandas would rename the second copy and read the
-    first silently)."""
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-        _check_unique(next(csv.reader(fh), []), str(path))
-
-
 def _check_unique(columns: list[str], name: str) -> None:
     """Raise TraceError if two columns are one name once stripped and lower-cased, as the reader uses them."""
     seen: dict[str, list[str]] = {}
@@ -112,7 +105,6 @@ def read_trace(path: str | os.PathLike) -> pd.DataFrame:
         else:
             lines = _record_lines(path)
             df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False)
-            _check_header(path)
     except TraceError:
         raise
     except ImportError:
@@ -125,13 +117,14 @@ def read_trace(path: str | os.PathLike) -> pd.DataFrame:
     return normalise_trace(df, name=str(path), lines=lines)
 
 
-def _check_utf8(path: Path) -> None:
-    """Raise TraceError unless the file is UTF-8 text (a byte-order mark allowed), naming the first line that is not."""
+def _utf8_text(path: Path) -> str:
+    """Return the file's text; raise TraceError unless it is UTF-8 (a byte-order mark allowed, and kept), naming the
+    first line that is not."""
     raw = path.read_bytes()
     if raw[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in raw[:4096]:
         raise TraceError(f"{path}: not UTF-8 text (it looks UTF-16); save the trace as UTF-8")
     try:
-        raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
         raise TraceError(f"{path}: line {line} is not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the trace as "
@@ -141,11 +134,11 @@ def _check_utf8(path: Path) -> None:
 def _record_lines(path: Path) -> list[int]:
     """Return the file line each data record starts on (blank lines, which pandas skips, skipped); raise TraceError
     naming the lines whose field count differs from the header's (pandas would shift such a file's columns or drop
-    fields silently)."""
-    import csv
+    fields silently), or a header that names a column twice (pandas would rename the second copy and read the first
+    silently)."""
+    import io
 
-    _check_utf8(path)
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+    with io.StringIO(_utf8_text(path), newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None:
@@ -168,6 +161,7 @@ def _record_lines(path: Path) -> list[int]:
                 else "quote fields that contain commas" if n > len(header)
                 else "give every column a value, an empty one between two commas")
         raise TraceError(f"{path}: line {line} has {n} fields but the header has {len(header)}{more}; {hint}")
+    _check_unique(header, str(path))
     return starts
 
 
