@@ -293,7 +293,9 @@ def validation_text(rep, name: str) -> None:
         con.print(_metrics_table("per op", rep.per_op, ["arch", "op"]))
     if len(rep.not_scored):
         notes = rep.not_scored.groupby("note", sort=False)["line"].apply(lambda s: ", ".join(map(str, s))).reset_index()
-        hint = _noise_hint(int(rep.not_scored["note"].astype(str).str.contains("conflicting duplicates").sum()))
+        from fit.traces import CONFLICTING
+
+        hint = _noise_hint(int(rep.not_scored["note"].astype(str).str.contains(CONFLICTING).sum()))
         con.print(f"[yellow]{len(rep.not_scored)} row(s) not scored[/]{plain(hint)}[yellow]:[/]")
         for r in notes.itertuples(index=False):
             con.print(plain(f"  {rep.unit}{'s' if ',' in r.line else ''} {r.line}: {r.note}"))
@@ -341,8 +343,10 @@ def status(label: str):
 
 def _noise_hint(clash: int) -> str:
     """Say how many rows were left out as conflicting repeats, and the option that accepts them ('' for none)."""
-    return (f" ({clash} measure a case another row measures more than the profiler's noise apart; "
-            "--repeat-tolerance CYCLES accepts a noisier profiler's repeats)" if clash else "")
+    from fit.traces import REPEAT_HINT
+
+    return (f" ({clash} measure a case another row measures more than the profiler's noise apart; {REPEAT_HINT})"
+            if clash else "")
 
 
 def fit_text(run, output: str, written, pipeline_output: str | None = None, *, dry_run: bool = False) -> None:
@@ -350,14 +354,14 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
     written (with `dry_run`, what would be)."""
     from rich.table import Table
 
-    from fit.traces import LINE, ROW_UNIT, row_where
+    from fit.traces import CONFLICTING, LINE, ROW_UNIT, row_where
 
     con = console()
     if run.problems:
         by_line: dict[str, list[str]] = {}
         for p in run.problems:
             by_line.setdefault(p.where, []).append(f"{p.column}: {p.message}")
-        hint = _noise_hint(sum(p.message.startswith("conflicting duplicates") for p in run.problems))
+        hint = _noise_hint(sum(p.message.startswith(CONFLICTING) for p in run.problems))
         con.print(f"[yellow]{len(by_line)} trace row(s) left out[/]{plain(hint)}[yellow]:[/]")
         for where, msgs in list(by_line.items())[:12]:
             con.print(plain(f"  {where}: {'; '.join(msgs)}"))

@@ -9,8 +9,8 @@ import pandas as pd
 
 from costmodel.errors import TraceError
 
-from .traces import (LINE, REPEAT_TOLERANCE, ROW_UNIT, key_text, Problem, check_trace, conflicting_duplicates, cv_groups, lacks_measured,
-                     average_repeats, read_trace)
+from .traces import (CONFLICTING, LINE, REPEAT_HINT, REPEAT_TOLERANCE, ROW_UNIT, Problem, average_repeats,
+                     check_trace, conflicting_duplicates, cv_groups, key_text, lacks_measured, read_trace)
 
 
 @dataclass
@@ -66,14 +66,13 @@ def why_none(problems: list[Problem], tolerance: float | None) -> str:
     the rows otherwise refused (the first problems)."""
     if not problems:
         return "the traces hold a header and no data rows"
-    clash = [p for p in problems if p.message.startswith("conflicting duplicates")]
-    other = [p for p in problems if not p.message.startswith("conflicting duplicates")]
+    clash = [p for p in problems if p.message.startswith(CONFLICTING)]
+    other = [p for p in problems if not p.message.startswith(CONFLICTING)]
     said = []
     if clash:
         spread = REPEAT_TOLERANCE if tolerance is None else tolerance
         said.append(f"{len(clash)} rows measure a case another row measures more than {spread:g} cycles apart and were "
-                    f"left out (first: {clash[0].where}, {clash[0].message}); --repeat-tolerance CYCLES accepts a "
-                    "noisier profiler's repeats")
+                    f"left out (first: {clash[0].where}, {clash[0].message}); {REPEAT_HINT}")
     if other:
         rows = len({(p.source, p.line) for p in other})
         said.append(f"{rows} row{'s' if rows != 1 else ''} refused: " + "; ".join(str(p) for p in other[:3]))
@@ -105,7 +104,7 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
             spots = [Problem(int(n), "measured_cycles", "", source=t, unit=unit[t])
                      for t, n in trace.loc[idx, ["trace", LINE]].itertuples(index=False)]
             said = ", ".join(f"{v:g}" for v in trace.loc[idx, "measured_cycles"])
-            message = f"conflicting duplicates across traces ({', '.join(p.where for p in spots)}) measured {said}"
+            message = f"{CONFLICTING} across traces ({', '.join(p.where for p in spots)}) measured {said}"
             problems += [replace(p, message=message) for p in spots]
             trace = trace.drop(index=idx)
         trace = trace.reset_index(drop=True)

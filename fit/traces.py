@@ -323,7 +323,7 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True,
         for idx in conflicting_duplicates(measured, tolerance):
             lines = ", ".join(str(int(x)) for x in df.loc[idx, LINE])
             said = ", ".join(f"{v:g}" for v in df.loc[idx, "measured_cycles"])
-            msg = f"conflicting duplicates ({df.attrs.get('line_unit', 'line')}s {lines}) measured {said}"
+            msg = f"{CONFLICTING} ({df.attrs.get('line_unit', 'line')}s {lines}) measured {said}"
             extras = sorted({cell_text(v) for v in df.loc[idx, "extra"]}) if "extra" in df else []
             if len(extras) > 1:  # test parameters the request does not read may be what tells them apart
                 msg += f"; their `extra` differs ({' | '.join(e or '(none)' for e in extras)}), which is not read"
@@ -339,6 +339,8 @@ def check_trace(df: pd.DataFrame, *, require_measured: bool = True,
 
 # measured/README.md: profiled cycles are integers and ±1 cycle is noise, so two runs of one case may read 2 apart
 REPEAT_TOLERANCE = 2.0
+CONFLICTING = "conflicting duplicates"  # how a problem of runs of one case further apart than that begins
+REPEAT_HINT = "--repeat-tolerance CYCLES accepts a noisier profiler's repeats"  # what would take them as repeats
 
 
 def conflicting_duplicates(df: pd.DataFrame, tolerance: float | None = None) -> list[pd.Index]:
