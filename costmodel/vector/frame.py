@@ -62,10 +62,9 @@ def _check_columns(columns: list[str]) -> None:
     import difflib
 
     from ..errors import PtoCostError
-    from ..sweep import OUTPUT_COLUMNS, PARAM_COLUMNS
+    from ..sweep import OUTPUT_COLUMNS, PARAM_COLUMNS, REQUEST_COLUMNS
 
-    known = (*REQUIRED_COLUMNS, "arch", "dst_dtype", "valid_rows", "valid_cols", "strategy", "static_valid",
-             *PARAM_COLUMNS, *OUTPUT_COLUMNS)
+    known = (*REQUEST_COLUMNS, *PARAM_COLUMNS, *OUTPUT_COLUMNS)  # strategy among the output columns
     for col in columns:
         if col in known:
             continue
