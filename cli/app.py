@@ -770,7 +770,7 @@ def fit_cmd(
     dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Report the fit and what it would write; write nothing. Exits 2 at once, as the real run does, where -o (or --pipeline-output) could not take the result.")] = False,
     pipeline_output: Annotated[str | None, typer.Option("--pipeline-output", help="Where --model pipeline/all writes the A5 pipeline parameters (the models read them when PTO_COST_PIPELINE_PARAMS names the file). [default: data/a5_pipeline_params.csv]")] = None,
     repeat_tolerance: RepeatOpt = None,
-    fresh: Annotated[bool, typer.Option("--fresh", metavar="", help="Write this fit's rows alone, a whole new table: nothing merged from -o or the table in use, and pipeline parameters the traces do not move at their priors (by default a fit refines the table it replaces). Ops the traces do not cover are then not priced by the formula.")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", metavar="", help="Write this fit's rows alone, a whole new table: nothing merged from -o or the table in use, pipeline parameters the traces do not move at their priors, and the shared A5 formula terms fitted from the traces alone (by default a fit refines the table it replaces, and pulls the shared A5 terms it observes on fewer rows than that table's fit toward its values). Ops the traces do not cover are then not priced by the formula.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Fit model parameters to measured traces: per group n, parameters ± standard error, cross-validated MAPE."""
@@ -802,8 +802,12 @@ def fit_cmd(
 
         # a partial trace refines the pipeline table it replaces (the one in use where that does not exist yet)
         base = None if fresh else pipeline_output if Path(pipeline_output).is_file() else path_in_use()
+        from costmodel.models.params import path_in_use as formula_in_use
+
+        # and the formula table it merges into: the shared A5 terms it observes less keep that table's values
+        formula_base = None if fresh else output if Path(output).is_file() else formula_in_use()
         run = fit_traces(traces, k=cv, model=model, group_by=cv_group, pipeline_base=base,
-                         tolerance=repeat_tolerance)
+                         tolerance=repeat_tolerance, formula_base=formula_base)
     written = None
     if dry_run and run.rows:  # what the write would be
         from fit.params_io import planned_table

@@ -383,8 +383,9 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
                      "the other folds)" if sec.get("fitted_rows", cv["n"]) > cv["n"] > 0 else ""))
         for note in sec.get("notes", []):
             con.print(f"  [yellow]{sec.get('note_label', 'skipped')}[/] {plain(note)}")
-        if sec.get("kept"):
-            con.print(f"  kept {plain(sec['kept'])}")
+        for label in ("kept", "anchored"):
+            if sec.get(label):
+                con.print(f"  {label} {plain(sec[label])}")
         held = [h for h in (written.held if written else ()) if h["arch"] == sec["arch"] and sec["model"] == "formula"]
         kept = f"; {len(held)} key(s) not written, the table's values kept: see the notes below" if held else ""
         t = Table(title=f"{sec['arch']} {sec['model']} parameters (rows with observations{kept})")

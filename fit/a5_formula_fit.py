@@ -22,6 +22,7 @@ from costmodel.models import a5_formula as fm
 from costmodel.models.a5_formula import NOT_ELEMENTWISE
 from costmodel.models.params import ParamRow
 
+from .a5_anchor import TableShared, anchor_values
 from .a5_smooth_fit import OFFSET_PRIOR, SmoothFit, fit_smooth, predict_smooth
 from .linear import fit_linear, grouped_folds, one_blas_thread
 from .params_io import op_group
@@ -220,13 +221,16 @@ class A5FormulaFit:
     report: pd.DataFrame
     kept: np.ndarray
     smooth_ops: tuple[str, ...] = ()  # ops whose keys are written in the smooth form
+    anchored: tuple[str, ...] = ()  # the shared smooth-form terms pulled toward the refined table's values, and why
 
 
 SELECTION_SEEDS = 3  # fold assignments the per-op choice of form is averaged over (one alone flips near-ties)
 
 
-def _cross_validate(rows: Rows, jobs: list[tuple[str, float | None, str | None, np.ndarray]]) -> list[np.ndarray]:
-    """Return the out-of-fold predictions of each (form, shrink, pool, folds) job: form "smooth" or "max"."""
+def _cross_validate(rows: Rows, jobs: list[tuple[str, float | None, str | None, np.ndarray]],
+                    anchor: dict[str, float] | None = None) -> list[np.ndarray]:
+    """Return the out-of-fold predictions of each (form, shrink, pool, folds) job: form "smooth" (pulled toward
+    `anchor`, as the fit it assesses is) or "max"."""
     allidx = np.arange(len(rows.y))
     out = []
     for form, shrink, pool, folds in jobs:
@@ -234,7 +238,7 @@ def _cross_validate(rows: Rows, jobs: list[tuple[str, float | None, str | None, 
         for f in np.unique(folds):
             train, test = allidx[folds != f], allidx[folds == f]
             if form == "smooth":
-                pred[test] = predict_smooth(fit_smooth(rows, train), rows, test)
+                pred[test] = predict_smooth(fit_smooth(rows, train, anchor=anchor), rows, test)
             else:
                 pred[test] = predict_rows(*fit_max(rows, train, shrink, pool=pool), rows, test)
         out.append(pred)
@@ -242,11 +246,15 @@ def _cross_validate(rows: Rows, jobs: list[tuple[str, float | None, str | None, 
 
 
 @one_blas_thread
-def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = "",
-                   group_by: str = "shape") -> tuple[A5FormulaFit, list[str]]:
-    """Fit the A5 formula to the trace's a5 rows; returns (fit, notes on rows that could not be lowered)."""
+def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = "", group_by: str = "shape",
+                   base: TableShared | None = None) -> tuple[A5FormulaFit, list[str]]:
+    """Fit the A5 formula to the trace's a5 rows; returns (fit, notes on rows that could not be lowered). `base`: the
+    shared values of the table the fit refines, toward which the shared terms this trace observed less are pulled
+    (a5_anchor.py)."""
     trace = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True)
     rows, keep, notes = lower_rows(trace)
+    addressed = sum(sum(fm.address_counts(key.get("sig", ""), key["strategy"])) > 0 for key in rows.keys)
+    anchor, anchored = anchor_values(base, rows.strategy, addressed) if base is not None else ({}, [])
     used = trace.iloc[keep].reset_index(drop=True)
     groups = fitted_groups("a5", used, notes, group_by)
     k = min(k, len(set(groups)))
@@ -255,7 +263,7 @@ def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: st
     # the hard-max form's shrink and pooling, and the smooth form, on the reported folds; the smooth form also on
     # further fold assignments, where the chosen hard-max form joins it below
     preds = _cross_validate(rows, [("max", shrink, pool, folds) for shrink, pool in CANDIDATES]
-                            + [("smooth", None, None, f) for f in [folds, *extra]])
+                            + [("smooth", None, None, f) for f in [folds, *extra]], anchor)
     results, best = [], None
     for (shrink, pool), pred in zip(CANDIDATES, preds):
         s = summary(pred, rows.y)
@@ -276,11 +284,11 @@ def fit_a5_formula(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: st
     use = np.isin(names, list(smooth_ops))
     cv_pred = np.where(use, cv_smooth, cv_pred)
     coef, D = fit_max(rows, allidx, shrink, pool=pool)
-    smooth = fit_smooth(rows, allidx, stderr=True)
+    smooth = fit_smooth(rows, allidx, stderr=True, anchor=anchor)
     out_rows, report = _to_rows(coef, D, rows, cv_pred, source, smooth, smooth_ops)
     insample = np.where(use, predict_smooth(smooth, rows, allidx), predict_rows(coef, D, rows, allidx))
     return A5FormulaFit(tuple(out_rows), cv_pred, insample, pd.DataFrame(results), shrink, pool, report,
-                        np.array(keep), tuple(sorted(smooth_ops))), notes
+                        np.array(keep), tuple(sorted(smooth_ops)), tuple(anchored) if smooth_ops else ()), notes
 
 
 def _smooth_winners(names: np.ndarray, cv_max: list[np.ndarray], cv_smooth: list[np.ndarray], y: np.ndarray) -> set[str]:

@@ -62,8 +62,13 @@ MEMBER_TERMS = ("da", "dp")  # an op body's start and per-chunk deviation from t
 # dispatch slope away from one chunk per cycle (costmodel.md §8 iteration dispatch), and an op body's deviation from
 # the body it shares (da, dp: chosen by cross-validation, grouped by measurement and by shape), and a narrowing
 # conversion's one-chunk 2D row cost away from its 1D chunk cost, and an unidentified widening 1D slope away from its
-# 2D one (tie, tie_w: chosen by CV grouped by shape and by measured case; 0.01-0.05, and 0.003-0.05, do alike)
-PENALTY = {"tie": 0.05, "tie_w": 0.05, "r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02, "f": 0.004, "da": 0.05, "dp": 1.0}
+# 2D one (tie, tie_w: chosen by CV grouped by shape and by measured case; 0.01-0.05, and 0.003-0.05, do alike), and a
+# shared term away from the table a partial trace refines (anchor, per unit relative to the value, fit/a5_anchor.py;
+# a TMINS trace refitted into the table it came from moved shapes it does not measure by at most 7.2, 3.3 and 2.7 %
+# at 0.03, 0.1 and 0.3, and the same trace measured 15 % faster had 1.53, 1.47 and 1.58 % CV MAPE: free, 34 % and
+# 1.26 %)
+PENALTY = {"tie": 0.05, "tie_w": 0.05, "r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02, "f": 0.004, "da": 0.05, "dp": 1.0,
+           "anchor": 0.3}
 # priors of the loop-form offsets, also those of a5_formula_fit's hard-max form: 2D no-post-update is the reference;
 # post-update addressing costs 1-2 cycles more than no-post-update at 10 iterations (costmodel.md §7 table, 1x640
 # fp32). That table is 1D; 2D post-update gets the same prior, since only TCVT's rows measure it and TCVT's 2D
@@ -262,9 +267,10 @@ def pressed_on_bound(sol, lo: np.ndarray, hi: np.ndarray, near: float = 1e-3) ->
             | ((hi - sol.x <= close(hi)) & (sol.grad < 0)))
 
 
-def fit_smooth(rows, idx: np.ndarray, stderr: bool = False) -> SmoothFit:
+def fit_smooth(rows, idx: np.ndarray, stderr: bool = False, anchor: dict[str, float] | None = None) -> SmoothFit:
     """Fit the smooth form on rows `idx` of a5_formula_fit.Rows by robust nonlinear least squares on relative error;
-    with `stderr`, the fit carries its parameters' covariance."""
+    with `stderr`, the fit carries its parameters' covariance. `anchor`: {parameter (`SmoothFit.terms` name, "lq" for
+    log q): value} each is pulled toward (fit/a5_anchor.py: PENALTY "anchor"); a name the rows do not fit is ignored."""
     idx = np.asarray(idx)
     keys = [rows.keys[i] for i in idx]
     strategies = sorted({k["strategy"] for k in keys})
@@ -299,6 +305,13 @@ def fit_smooth(rows, idx: np.ndarray, stderr: bool = False) -> SmoothFit:
         if c > 1:
             lengths.setdefault(body_of(k), set()).add(float(c))
     tie_w = tie_w[[len(lengths.get(bodies[b1], ())) < 2 for b1 in tie_w[:, 1]]]
+    names = ([f"{t}|{d}" for t in DISPATCH_TERMS for d in dims] + [f"off|{s}" for s in strategies]
+             + [f"{t}|{b}" for t in BODY_TERMS for b in bodies] + [f"{t}|{m}" for t in MEMBER_TERMS for m in members]
+             + list(ADDRESS_TERMS) + ["fg", "lq"])
+    anchored = np.array([j for j, name in enumerate(names) if name in (anchor or {})], dtype=int)
+    centre = np.array([(anchor or {})[names[j]] for j in anchored])
+    # relative to the centre's size (at least 1 cycle); log q is relative already
+    spread = np.array([1.0 if names[j] == "lq" else max(1.0, abs(c)) for j, c in zip(anchored, centre)])
 
     def split(th):
         return (th[:o_off].reshape(-1, nD), th[o_off:o_body], th[o_body:o_mem].reshape(-1, nB),
@@ -320,13 +333,15 @@ def fit_smooth(rows, idx: np.ndarray, stderr: bool = False) -> SmoothFit:
                                PENALTY["da"] * da, PENALTY["dp"] * dp, PENALTY["d1"] * (d1 - 1.0),
                                PENALTY["off"] * (off[prior_at] - prior),
                                PENALTY["tie"] * (p[tie[:, 0]] + r[tie[:, 0]] - p[tie[:, 1]]),
-                               PENALTY["tie_w"] * (p[tie_w[:, 0]] - p[tie_w[:, 1]])])
+                               PENALTY["tie_w"] * (p[tie_w[:, 0]] - p[tie_w[:, 1]]),
+                               PENALTY["anchor"] * (th[anchored] - centre) / spread])
 
     # which residual depends on which parameter: the row's dim, loop form, body and member, and q (and the address
     # terms, for rows of the address loop form); penalties on their own parameter
     penalised = (2, 3, 4, 5)  # body terms with a penalty row: r, mr, mc, f
     o_pen = n + len(penalised) * nB + len(MEMBER_TERMS) * nM
-    J = lil_matrix((o_pen + nD + len(prior_at) + len(tie) + len(tie_w), o_addr + len(ADDRESS_TERMS) + 2), dtype=int)
+    o_anchor = o_pen + nD + len(prior_at) + len(tie) + len(tie_w)
+    J = lil_matrix((o_anchor + len(anchored), o_addr + len(ADDRESS_TERMS) + 2), dtype=int)
     rowsel = np.arange(n)
     for t in range(len(DISPATCH_TERMS)):
         J[rowsel, t * nD + di] = 1
@@ -350,6 +365,7 @@ def fit_smooth(rows, idx: np.ndarray, stderr: bool = False) -> SmoothFit:
         J[o_tie + np.arange(len(tie)), o_body + t * nB + tie[:, side]] = 1
     for side in (0, 1):
         J[o_tie + len(tie) + np.arange(len(tie_w)), o_body + nB + tie_w[:, side]] = 1
+    J[o_anchor + np.arange(len(anchored)), anchored] = 1
 
     def vec(table, address, q):
         return np.concatenate([np.full(nD, table[t]) for t in DISPATCH_TERMS] + [np.full(nS, table["off"])]
@@ -363,9 +379,6 @@ def fit_smooth(rows, idx: np.ndarray, stderr: bool = False) -> SmoothFit:
     sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.03, jac_sparsity=J.tocsr(),
                         max_nfev=3000, ftol=1e-6, x_scale="jac")
     Dv, off, B, M, Ad, fg, lq = split(sol.x)
-    names = ([f"{t}|{d}" for t in DISPATCH_TERMS for d in dims] + [f"off|{s}" for s in strategies]
-             + [f"{t}|{b}" for t in BODY_TERMS for b in bodies] + [f"{t}|{m}" for t in MEMBER_TERMS for m in members]
-             + list(ADDRESS_TERMS) + ["fg", "lq"])
     return SmoothFit({d: dict(zip(DISPATCH_TERMS, map(float, Dv[:, j]))) for j, d in enumerate(dims)},
                      {**{s: v for s, v in OFFSET_PRIOR.items() if s[:2] in dims},
                       **{s: float(off[j]) for j, s in enumerate(strategies)}},

@@ -80,10 +80,12 @@ def why_none(problems: list[Problem], tolerance: float | None) -> str:
 
 
 def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: int = 0, group_by: str = "shape",
-               pipeline_base: str | None = None, tolerance: float | None = None) -> FitRun:
+               pipeline_base: str | None = None, tolerance: float | None = None,
+               formula_base: str | None = None) -> FitRun:
     """Fit the models of every arch present in the traces; returns the run (rows not yet written). The pipeline
     parameters the traces do not move keep their values in the table `pipeline_base` (the one the fit will
-    replace), where it exists. `tolerance`: how far apart repeated runs of a case may read (cycles)."""
+    replace), where it exists; the A5 formula's shared terms the traces observed less than the table `formula_base`
+    did are pulled toward its values (fit/a5_anchor.py). `tolerance`: how far apart repeated runs of a case may read (cycles)."""
     from .metrics import summary
 
     frames, problems, unit = [], [], {}
@@ -120,11 +122,11 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
     arches = set(trace["arch"].str.lower())
     if model == "pipeline" and "a5" not in arches:
         raise TraceError("the pipeline model is A5's (its VF programs): the traces have no usable a5 rows")
-    def attempt(arch: str, fit_arch):
+    def attempt(arch: str, fit_arch, **more):
         """Run one arch's formula fit; where its rows cannot be fitted (one tile shape, none lowered) while another
         arch's can, say so and go on with the others."""
         try:
-            return fit_arch(trace, k=k, seed=seed, source=source, group_by=group_by)
+            return fit_arch(trace, k=k, seed=seed, source=source, group_by=group_by, **more)
         except TraceError as exc:
             if arches <= {arch}:
                 raise
@@ -158,8 +160,14 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
     a5_fit = None
     if "a5" in arches and model in ("formula", "all"):
         from .a5_formula_fit import fit_a5_formula
+        from .a5_anchor import table_shared
 
-        a5_fit = attempt("a5", fit_a5_formula)
+        base = None
+        if formula_base and Path(formula_base).is_file():
+            from costmodel.models.params import read_table
+
+            base = table_shared(read_table(formula_base).rows, Path(formula_base).name)
+        a5_fit = attempt("a5", fit_a5_formula, base=base)
     if a5_fit is not None:
         fit, notes = a5_fit
         a5 = trace[trace["arch"].str.lower() == "a5"].reset_index(drop=True).iloc[fit.kept].reset_index(drop=True)
@@ -179,7 +187,11 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "cv": summary(fit.cv_predictions, y), "validation": "cross-validated",
                              "fitted_rows": len(y), "notes": notes,
                              "accuracy": _accuracy_label(a5, k, group_by),
-                             "outliers": outliers(a5, fit.insample)})
+                             "outliers": outliers(a5, fit.insample),
+                             "anchored": (f"toward {base.source}'s values, the shared terms of the smooth form this "
+                                          f"trace observed on fewer rows than that table's fit: {'; '.join(fit.anchored)}"
+                                          " (what the trace does not pin stays near the table's value; --fresh fits "
+                                          "them from the trace alone)" if fit.anchored else "")})
     if "a5" in arches and model in ("pipeline", "all"):
         from .pipeline_fit import build_cases, fit_pipeline, predict_rows
 

@@ -1407,3 +1407,91 @@ def test_a_family_that_now_copies_another_dtype_says_so(tmp_path):
     (said,) = write_params(rows("i32", 1.6, 31), path).moved
     assert said == ("a5 TADD family: its unmeasured dtypes are priced by i32's body now (31 observations), where the "
                     "table copied f32's (31)")
+
+
+def _one_chunk_rows_missing_trace(rng, d, p=(40.0, 2.0)):
+    """Rows of TADD f32 in 2d-no-post-update whose rows all hold several chunks: the per-row term of one-chunk rows
+    (d2) is not observed."""
+    from costmodel.models import a5_formula as fm
+
+    keys, C, R, y = [], [], [], []
+    for _ in range(40):
+        r = int(rng.integers(1, 9))
+        c = r * int(rng.integers(2, 12))
+        cyc, _ = fm.cycles({"p0": p[0], "p1": p[1]}, {**d, "q": 8.0}, c, r, "2d")
+        keys.append({"name": "TADD", "dtype": "f32", "dst_dtype": "", "strategy": "2d-no-post-update", "op_params": ""})
+        C.append(c), R.append(r), y.append(float(cyc))
+    return _synthetic_rows(keys, C, R, y)
+
+
+def test_an_anchored_smooth_fit_keeps_what_its_rows_do_not_pin_and_follows_what_they_do():
+    """A term the rows cannot see stays at its anchor; a term they pin goes where the rows say, whatever the
+    anchor (a one-op refit moved TMINS f32 64x64 by 32 % through the unobserved per-row dispatch term)."""
+    from fit.a5_smooth_fit import fit_smooth, predict_smooth
+
+    truth = {"d0": 50.0, "d1": 1.0, "d2": 0.3, "d3": 5.0}
+    rows = _one_chunk_rows_missing_trace(np.random.default_rng(5), truth)
+    idx = np.arange(len(rows.y))
+    for d2 in (0.3, 6.0):  # anchors of a table whose chip dispatched 20 % slower: the rows win where they can
+        fit = fit_smooth(rows, idx, anchor={"d0|2d": 60.0, "d2|2d": d2, "d3|2d": 6.5})
+        assert fit.dispatch["2d"]["d2"] == pytest.approx(d2, abs=0.01)
+        assert np.max(np.abs(predict_smooth(fit, rows, idx) / rows.y - 1)) < 0.02
+    free = fit_smooth(rows, idx)
+    assert abs(free.dispatch["2d"]["d2"] - 0.3) > 0.1  # what the anchor is for: free, the term goes elsewhere
+
+
+def test_a_partial_trace_anchors_only_the_shared_terms_it_observed_less_than_the_table():
+    from costmodel.models.params import ParamRow
+    from fit.a5_anchor import table_shared, anchor_values
+
+    def row(scope, name, strategy, term, value, n):
+        return ParamRow("a5", "vf", scope, name, "f32" if scope == "op" else "*", "", strategy, "", term, value, None,
+                        n, None, "t")
+
+    table = [row("dispatch", "*", "2d-no-post-update", "d0", 50.0, 100),
+             row("dispatch", "*", "2d-post-update", "d0", 50.0, 20),
+             row("dispatch", "*", "1d-post-update", "d0", 50.0, 30),
+             *(row("dispatch", "*", "2d-no-post-update", t, v, 100) for t, v in (("a0", 18.0), ("al", 1.0), ("as", 0.5)))]
+    for op, n, shift in (("TADD", 30, 0.0), ("TEXP", 8, 7.0)):  # TEXP: a later partial refit wrote its own values
+        for strategy, d0 in (("2d-no-post-update", 46.0), ("2d-post-update", 47.5), ("1d-post-update", 51.0)):
+            table += [row("op", op, strategy, t, v + shift, n)
+                      for t, v in zip(("d0", "d1", "d2", "d3", "q"), (d0, 0.7, 0.3, 5.9, 5.25))]
+    shared = table_shared(table, "p.csv")
+    assert shared.dispatch["2d-post-update"] == (47.5, 0.7, 0.3, 5.9, 5.25)  # the values most observations carry
+    strategies = np.array(["2d-no-post-update"] * 40 + ["1d-post-update"] * 40)
+    anchor, said = anchor_values(shared, strategies, addressed=40)
+    # 40 2D rows against the table's 120: the 2D dispatch terms and offsets, whose sum is the table's start per form
+    assert anchor["d0|2d"] + anchor["off|2d-no-post-update"] == pytest.approx(46.0)
+    assert anchor["d0|2d"] + anchor["off|2d-post-update"] == pytest.approx(47.5)
+    assert (anchor["d2|2d"], anchor["d3|2d"], anchor["lq"]) == pytest.approx((0.3, 5.9, np.log(5.25)))
+    assert anchor["a0"] + anchor["off|2d-no-post-update"] == pytest.approx(18.0) and anchor["al"] == 1.0
+    # 40 1D rows against the table's 30: the trace observed more, so its 1D terms are its own
+    assert not any(k.endswith("1d") or "|1d-" in k for k in anchor)
+    assert len(said) == 3 and said[0].startswith("the 2D dispatch bound") and "40 rows here, 120 there" in said[0]
+    # a whole refit (as many rows as the table's fit) anchors nothing
+    whole = np.array(["2d-no-post-update"] * 100 + ["2d-post-update"] * 20 + ["1d-post-update"] * 30)
+    assert anchor_values(shared, whole, addressed=100) == ({}, [])
+
+
+def test_refitting_one_measured_op_into_the_table_it_came_from_moves_unmeasured_shapes_little(tmp_path, measured_dir):
+    """TMINS's own rows refitted into the shipped table (fitted from those rows among others) move a 64x64 tile, 64
+    rows where the rows have at most 20, by a few percent, not the 32 % of a fit whose shared dispatch terms
+    followed 32 rows alone; the report says what it anchored."""
+    import shutil
+
+    trace = pd.read_csv(measured_dir / "a5_vf_cycles.csv")
+    (tmp_path / "tmins.csv").write_text(trace[trace["op"] == "TMINS"].to_csv(index=False))
+    shutil.copy(ROOT / "data" / "formula_params.csv", tmp_path / "p.csv")
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(tmp_path / "tmins.csv"), "-o", str(tmp_path / "p.csv")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "anchored toward p.csv's values" in r.stdout and "the 2D dispatch bound" in r.stdout
+    cycles = []
+    for table in (ROOT / "data" / "formula_params.csv", tmp_path / "p.csv"):
+        r = subprocess.run([sys.executable, "-m", "cli", "estimate", "TMINS", "--shape", "64x64", "--dtype", "f32",
+                            "--arch", "a5", "--strategy", "2d-no-post-update", "--model", "formula", "--no-verify",
+                            "--json"], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                           env={**os.environ, "PTO_COST_PARAMS": str(table)})
+        assert r.returncode == 0, r.stderr
+        cycles.append(json.loads(r.stdout)["cycles"])
+    assert abs(cycles[1] / cycles[0] - 1) < 0.06
