@@ -64,9 +64,9 @@ MEMBER_TERMS = ("da", "dp")  # an op body's start and per-chunk deviation from t
 # conversion's one-chunk 2D row cost away from its 1D chunk cost, and an unidentified widening 1D slope away from its
 # 2D one (tie, tie_w: chosen by CV grouped by shape and by measured case; 0.01-0.05, and 0.003-0.05, do alike), and a
 # shared term away from the table a partial trace refines (anchor, per unit relative to the value, fit/a5_anchor.py;
-# a TMINS trace refitted into the table it came from moved shapes it does not measure by at most 7.2, 3.3 and 2.7 %
-# at 0.03, 0.1 and 0.3, and the same trace measured 15 % faster had 1.53, 1.47 and 1.58 % CV MAPE: free, 34 % and
-# 1.26 %)
+# at 0.1, 0.3 and 1: TEXP's own rows refitted into the table they came from moved shapes they do not measure by at
+# most 3.4, 1.5 and 1.2 %; TADD's measured 5 % slower moved them by 2.4-12.1, 3.0-7.1 and 2.6-4.8 %; TMINS's measured
+# 15 % faster had 1.48, 1.50 and 1.95 % CV MAPE, 1.26 % free)
 PENALTY = {"tie": 0.05, "tie_w": 0.05, "r": 0.004, "m": 0.2, "off": 0.05, "d1": 0.02, "f": 0.004, "da": 0.05, "dp": 1.0,
            "anchor": 0.3}
 # priors of the loop-form offsets, also those of a5_formula_fit's hard-max form: 2D no-post-update is the reference;

@@ -1456,10 +1456,20 @@ def test_a_partial_trace_anchors_only_the_shared_terms_it_observed_less_than_the
         for strategy, d0 in (("2d-no-post-update", 46.0), ("2d-post-update", 47.5), ("1d-post-update", 51.0)):
             table += [row("op", op, strategy, t, v + shift, n)
                       for t, v in zip(("d0", "d1", "d2", "d3", "q"), (d0, 0.7, 0.3, 5.9, 5.25))]
+    body = "ld2 st1 simple1|*|"  # TADD's, TSUB's and TMUL's, measured on 90 rows
+    table += [row("body", "ld2 st1 simple1", "2d-no-post-update", t, v, 90)
+              for t, v in zip(("p0", "p1", "p2", "p3", "p4"), (44.0, 2.0, 0.5, 0.1, -0.2))]
+    table += [row("body", "ld2 st1 simple1", "1d-post-update", t, v, 90) for t, v in zip(("p0", "p1", "p5"), (45.5, 2.0, -3))]
     shared = table_shared(table, "p.csv")
     assert shared.dispatch["2d-post-update"] == (47.5, 0.7, 0.3, 5.9, 5.25)  # the values most observations carry
     strategies = np.array(["2d-no-post-update"] * 40 + ["1d-post-update"] * 40)
-    anchor, said = anchor_values(shared, strategies, addressed=40)
+    anchor, said = anchor_values(shared, strategies, addressed=40, bodies={body: 31, "ld1 st1 sfu1|f32|": 49})
+    # a body the trace measured on 31 rows against the table's 90: its terms, the start net of the form's offset
+    assert anchor[f"a|{body}"] + anchor["off|2d-no-post-update"] == pytest.approx(44.0)
+    assert [anchor[f"{t}|{body}"] for t in ("p", "r", "mr", "mc")] == [2.0, 0.5, 0.1, -0.2]
+    assert not any(k.endswith("sfu1|f32|") for k in anchor)  # a body the table lacks is the trace's alone
+    assert said[-1] == "the shared body ld2 st1 simple1 (31 rows here, 90 there)"
+    said = said[:-1]
     # 40 2D rows against the table's 120: the 2D dispatch terms and offsets, whose sum is the table's start per form
     assert anchor["d0|2d"] + anchor["off|2d-no-post-update"] == pytest.approx(46.0)
     assert anchor["d0|2d"] + anchor["off|2d-post-update"] == pytest.approx(47.5)
@@ -1495,3 +1505,29 @@ def test_refitting_one_measured_op_into_the_table_it_came_from_moves_unmeasured_
         assert r.returncode == 0, r.stderr
         cycles.append(json.loads(r.stdout)["cycles"])
     assert abs(cycles[1] / cycles[0] - 1) < 0.06
+
+
+def test_a_new_op_of_a_known_body_is_priced_from_that_body_where_its_few_rows_do_not_reach(tmp_path):
+    """Five rows of TMAX (not in the table; its chunk does what TADD's does) of at most 30 chunks: its hard-max form
+    won the choice on those shapes and priced 1x8192 at twice TADD. Its body anchored to the table's, it keeps the
+    smooth form, a few percent above TADD (QA 48b)."""
+    import shutil
+
+    (tmp_path / "tmax.csv").write_text(
+        "arch,op,dtype,rows,cols,valid_rows,valid_cols,vf_impl_kind,measured_cycles\n"
+        "a5,TMAX,f32,1,64,1,64,VFIMPL_DEFAULT,61\na5,TMAX,f32,1,192,1,129,VFIMPL_DEFAULT,66\n"
+        "a5,TMAX,f32,3,224,3,192,VFIMPL_DEFAULT,82\na5,TMAX,f32,2,224,2,129,VFIMPL_DEFAULT,73\n"
+        "a5,TMAX,f32,10,224,10,129,VFIMPL_DEFAULT,144\n")
+    shutil.copy(ROOT / "data" / "formula_params.csv", tmp_path / "p.csv")
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(tmp_path / "tmax.csv"), "-o", str(tmp_path / "p.csv")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "the shared body ld2 st1 simple1" in r.stdout and "smooth form for every op" in r.stdout
+    cycles = {}
+    for op in ("TMAX", "TADD"):
+        r = subprocess.run([sys.executable, "-m", "cli", "estimate", op, "--shape", "1x8192", "--dtype", "f32", "--arch",
+                            "a5", "--model", "formula", "--no-verify", "--json"], capture_output=True, text=True,
+                           cwd=ROOT, timeout=300, env={**os.environ, "PTO_COST_PARAMS": str(tmp_path / "p.csv")})
+        assert r.returncode == 0, r.stderr
+        cycles[op] = json.loads(r.stdout)["cycles"]
+    assert 1.0 < cycles["TMAX"] / cycles["TADD"] < 1.15
