@@ -1468,7 +1468,7 @@ def test_a_partial_trace_anchors_only_the_shared_terms_it_observed_less_than_the
     assert anchor[f"a|{body}"] + anchor["off|2d-no-post-update"] == pytest.approx(44.0)
     assert [anchor[f"{t}|{body}"] for t in ("p", "r", "mr", "mc")] == [2.0, 0.5, 0.1, -0.2]
     assert not any(k.endswith("sfu1|f32|") for k in anchor)  # a body the table lacks is the trace's alone
-    assert said[-1] == "the shared body ld2 st1 simple1 (31 rows here, 90 there)"
+    assert said[-1] == "the shared body ld2 st1 simple1 (31 rows here, 90 there)"  # any dtype: none named
     said = said[:-1]
     # 40 2D rows against the table's 120: the 2D dispatch terms and offsets, whose sum is the table's start per form
     assert anchor["d0|2d"] + anchor["off|2d-no-post-update"] == pytest.approx(46.0)
@@ -1483,24 +1483,30 @@ def test_a_partial_trace_anchors_only_the_shared_terms_it_observed_less_than_the
     assert anchor_values(shared, whole, addressed=100) == ({}, [])
 
 
-def test_refitting_one_measured_op_into_the_table_it_came_from_moves_unmeasured_shapes_little(tmp_path, measured_dir):
-    """TMINS's own rows refitted into the shipped table (fitted from those rows among others) move a 64x64 tile, 64
-    rows where the rows have at most 20, by a few percent, not the 32 % of a fit whose shared dispatch terms
-    followed 32 rows alone; the report says what it anchored."""
+@pytest.mark.parametrize("op, shape, dtypes, strategy", [
+    ("TMINS", "64x64", ("f32",), "2d-no-post-update"),  # 64 rows of one chunk, where its rows have at most 20
+    ("TCVT", "1x8192", ("f16", "--dst-dtype", "f32"), "2d-post-update"),  # 64 chunks in a row, beyond every TCVT row
+])
+def test_refitting_one_measured_op_into_the_table_it_came_from_moves_unmeasured_shapes_little(
+        tmp_path, measured_dir, op, shape, dtypes, strategy):
+    """An op's own rows refitted into the shipped table (fitted from those rows among others) move a shape beyond
+    them by a few percent. Fitted alone, the shared dispatch terms followed TMINS's 32 rows and moved 64x64 by 32 %;
+    anchored but with no floor on the per-chunk cost of multi-chunk rows, TCVT's 102 rows put f16->f32's at -3.5
+    cycles a chunk and moved 1x8192 by -14 %. The report says what it anchored."""
     import shutil
 
     trace = pd.read_csv(measured_dir / "a5_vf_cycles.csv")
-    (tmp_path / "tmins.csv").write_text(trace[trace["op"] == "TMINS"].to_csv(index=False))
+    (tmp_path / "own.csv").write_text(trace[trace["op"] == op].to_csv(index=False))
     shutil.copy(ROOT / "data" / "formula_params.csv", tmp_path / "p.csv")
-    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(tmp_path / "tmins.csv"), "-o", str(tmp_path / "p.csv")],
+    r = subprocess.run([sys.executable, "-m", "cli", "fit", str(tmp_path / "own.csv"), "-o", str(tmp_path / "p.csv")],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "anchored toward p.csv's values" in r.stdout and "the 2D dispatch bound" in r.stdout
     cycles = []
     for table in (ROOT / "data" / "formula_params.csv", tmp_path / "p.csv"):
-        r = subprocess.run([sys.executable, "-m", "cli", "estimate", "TMINS", "--shape", "64x64", "--dtype", "f32",
-                            "--arch", "a5", "--strategy", "2d-no-post-update", "--model", "formula", "--no-verify",
-                            "--json"], capture_output=True, text=True, cwd=ROOT, timeout=300,
+        r = subprocess.run([sys.executable, "-m", "cli", "estimate", op, "--shape", shape, "--dtype", *dtypes,
+                            "--arch", "a5", "--strategy", strategy, "--model", "formula", "--no-verify", "--json"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=300,
                            env={**os.environ, "PTO_COST_PARAMS": str(table)})
         assert r.returncode == 0, r.stderr
         cycles.append(json.loads(r.stdout)["cycles"])
