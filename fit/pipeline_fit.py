@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from costmodel.models.a5_pipeline import PipelineModel
+from costmodel.wording import counted
 
 from .io import atomic_path
 from .linear import one_blas_thread
@@ -283,7 +284,7 @@ def fit_pipeline(frame: pd.DataFrame, *, cases: Cases | None = None, rows: np.nd
         from costmodel.errors import TraceError
 
         raise TraceError(f"the pipeline fit has {len(names)} free parameters for these rows' programs and the traces "
-                         f"hold {len(idx)} usable a5 row{'s' if len(idx) != 1 else ''}; it needs at least "
+                         f"hold {counted(len(idx), 'usable a5 row')}; it needs at least "
                          f"{len(names) + 1} (measure more shapes or ops)")
 
     def residuals(pred_cases: np.ndarray, x: np.ndarray) -> np.ndarray:

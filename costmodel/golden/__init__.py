@@ -13,6 +13,7 @@ import numpy as np
 from ..catalog import ELEMENTWISE_SOURCES, instruction
 from ..errors import NotModelledError, ParamError, PtoCostError, ShapeError
 from ..tiles import parse_shape
+from ..wording import counted
 from .kernels import apply
 
 Region = tuple[int, int]
@@ -55,7 +56,7 @@ def _scalar(params: dict[str, Any], dtype: np.dtype, op: str) -> np.ndarray:
 def _elementwise(inst, operands: Sequence[np.ndarray], valid, out, params) -> np.ndarray:
     want = len(ELEMENTWISE_SOURCES[inst.family])
     if len(operands) != want:
-        raise ParamError(f"{inst.name} takes {want} source tile{'s' if want != 1 else ''}, got {len(operands)}")
+        raise ParamError(f"{inst.name} takes {counted(want, 'source tile')}, got {len(operands)}")
     if not want:  # TEXPANDS: dst's tile (out=) gives the shape and type
         if out is None:
             raise ParamError(f"{inst.name} has no source tile: pass out= (dst before the op) for its shape and type")

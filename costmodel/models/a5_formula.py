@@ -48,6 +48,7 @@ from ..request import Request
 from . import provenance
 from .a5_features import body_signature, vf_trips
 from .params import ParamTable, shipped
+from ..wording import counted
 
 P_TERMS = ("p0", "p1", "p2", "p3", "p4", "p5")
 TERMS = {"1d": ("p0", "p1", "p5"), "2d": ("p0", "p1", "p2", "p3", "p4")}  # the P terms a 1D/2D program has
@@ -260,13 +261,13 @@ def _reach_of(table: ParamTable, key: dict[str, str], sig: str, forms: str) -> s
     if not limits:
         return ""
     chunks, rows = max(x[0] for x in limits), max(x[1] for x in limits)
-    return f" (up to {chunks} chunk{'s' if chunks != 1 else ''} in {rows} row{'s' if rows != 1 else ''})"
+    return f" (up to {counted(chunks, 'chunk')} in {counted(rows, 'row')})"
 
 
 def _trips_of(t) -> str:
     """Return " of 64 chunks in 256 rows" for a plan's VF trip counts."""
-    return (f" of {t.chunks} chunk{'s' if t.chunks != 1 else ''}"
-            + (f" in {t.rows} row{'s' if t.rows != 1 else ''}" if t.dim == "2d" else ""))
+    return (f" of {counted(t.chunks, 'chunk')}"
+            + (f" in {counted(t.rows, 'row')}" if t.dim == "2d" else ""))
 
 
 # why a 2D post-update program whose rows hold one full chunk and a tail costs less than one of full rows of two chunks
@@ -284,7 +285,7 @@ def _beyond_extent(table: ParamTable, key: dict[str, str], sig: str, t) -> tuple
     chunks, rows, per_row = limits
     types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
     asked = f"{t.chunks} chunks" + (f" in {t.rows} rows, {math.ceil(t.per_row)} a row," if t.dim == "2d" else "")
-    reach = f"{chunks} chunks" + (f" in {rows} row{'s' if rows != 1 else ''}, {per_row} a row" if t.dim == "2d" else "")
+    reach = f"{chunks} chunks" + (f" in {counted(rows, 'row')}, {per_row} a row" if t.dim == "2d" else "")
     beyond = (f"lie beyond the measured {key['name']} {types} rows (up to {reach}): the formula extrapolates its "
               "per-chunk and per-row lines")
     return f"{asked} {beyond}", f"its {'chunks or rows' if t.dim == '2d' else 'chunks'} {beyond}"

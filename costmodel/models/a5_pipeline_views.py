@@ -21,6 +21,7 @@ import textwrap
 from dataclasses import dataclass
 
 from .a5_pipeline_engine import Template, Trace
+from ..wording import counted
 
 # critical-path segment categories -> breakdown term
 _TERM = {"dispatched": "frontend", "dispatch": "frontend", "loop_entry": "loop_overhead", "iter_gap": "loop_overhead",
@@ -188,7 +189,7 @@ class Timeline:
         if shown < len(self.trace):
             cap = f", and at most {self.max_lines} rows" if shown >= self.max_lines else ""
             lines.append(f"... {len(self.trace) - shown} more dynamic instructions not shown "
-                         f"(first {self.max_iterations} iteration{'s' if self.max_iterations != 1 else ''} of each "
+                         f"(first {counted(self.max_iterations, 'iteration')} of each "
                          f"loop{cap})")
         else:
             most = max((i for r in rows for i in r["iterations"]), default=-1) + 1
