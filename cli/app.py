@@ -612,12 +612,13 @@ def _reasons(df) -> list[dict]:
 def _main_reason(df, unit: str = "point") -> str:
     """The two notes most points (or rows: `unit`) share (reasons that differ only in their numbers are one), with
     their counts, and how many other reasons there are."""
+    from costmodel.wording import counted
     from fit.plots import commonest_notes
 
     common = commonest_notes(df["note"])
     if len(common) <= 1:
         return common[0][0] if common else "no reason given"
-    shown = "; ".join(f"{text} ({n} {unit}{'s' if n != 1 else ''})" for text, n in common[:2])
+    shown = "; ".join(f"{text} ({counted(n, unit)})" for text, n in common[:2])
     return shown + (f" (and {len(common) - 2} other reason(s))" if len(common) > 2 else "")
 
 
@@ -830,6 +831,7 @@ def fit_cmd(
                           "rows_refitted": written.refitted if written else 0,
                           "rows_kept": written.kept if written else 0,
                           "rows_other_arch": written.other if written else 0,
+                          "rows_discarded": written.discarded if written else 0,  # --fresh over an existing table
                           "kept_over_few_observations": list(written.held) if written else [],
                           "rows_removed": len(written.dropped) if written else 0,
                           "rows_removed_note": written.dropped_note() if written else "",
@@ -839,8 +841,8 @@ def fit_cmd(
                           "bad_rows": [p.to_dict() for p in run.problems],
                           "repeats": run.repeats,  # rows that repeated a case, averaged into it
                           "skipped": run.skipped,  # an arch whose rows could not be fitted, while another's were
-                          "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in sec.items()}
-                                   for sec in run.sections]})
+                          "fits": [{k: (v.to_dict("records") if hasattr(v, "to_dict") else v) for k, v in
+                                    render.written_section(sec, written).items()} for sec in run.sections]})
     else:
         render.fit_text(run, output, written, pipeline_output, dry_run=dry_run)
 

@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from costmodel.wording import counted  # noqa: F401  (render.counted: the CLI's name for it)
+
 SCHEMA_VERSION = 1
 
 
@@ -186,11 +188,6 @@ def tiles_text(req, collapse: bool = True) -> str:
     return "; ".join(f"{k} {tile.describe()}" for k, tile in tiles)
 
 
-def counted(n: int, noun: str) -> str:
-    """Return `1 request`, `2 requests`."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def compare_text(ests) -> None:
     """Print one row per strategy, fastest first, with cycles, breakdown and verified; mark the fastest and the
     default."""
@@ -349,6 +346,14 @@ def _noise_hint(clash: int) -> str:
             if clash else "")
 
 
+def written_section(sec: dict, written) -> dict:
+    """Return a fit report section as written: its anchored terms emptied where the write took none of its arch's
+    rows (they priced nothing)."""
+    if sec.get("anchored") and written is not None and sec["arch"] not in written.arches:
+        return {**sec, "anchored": [], "anchored_to": None}
+    return sec
+
+
 def fit_text(run, output: str, written, pipeline_output: str | None = None, *, dry_run: bool = False) -> None:
     """Print the fit report: bad rows, the model selection, parameters ± standard errors, CV accuracy, and what was
     written (with `dry_run`, what would be)."""
@@ -368,7 +373,8 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
         if len(by_line) > 12:
             con.print(f"  … and {len(by_line) - 12} more rows")
     if run.repeats:
-        con.print(plain(f"{run.repeats} repeated run(s) of a case averaged into it: one observation per case"))
+        con.print(plain(f"{counted(run.repeats, 'row')} repeated a case another row measured: each case is one "
+                        "observation, at the mean of its runs"))
     for why in run.skipped:
         con.print(f"[yellow]skipped[/] {plain(why)}")
     for sec in run.sections:
@@ -383,9 +389,13 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
                      "the other folds)" if sec.get("fitted_rows", cv["n"]) > cv["n"] > 0 else ""))
         for note in sec.get("notes", []):
             con.print(f"  [yellow]{sec.get('note_label', 'skipped')}[/] {plain(note)}")
-        for label in ("kept", "anchored"):
-            if sec.get(label):
-                con.print(f"  {label} {plain(sec[label])}")
+        if sec.get("kept"):
+            con.print(f"  kept {plain(sec['kept'])}")
+        if written_section(sec, written).get("anchored"):
+            con.print(plain(f"  anchored toward {sec['anchored_to']}'s values, the shared terms of the smooth form this "
+                            f"trace observed on fewer rows than that table's fit: {'; '.join(sec['anchored'])} (what "
+                            "the trace does not pin stays near the table's value; --fresh fits them from the trace "
+                            "alone)"))
         held = [h for h in (written.held if written else ()) if h["arch"] == sec["arch"] and sec["model"] == "formula"]
         kept = f"; {len(held)} key(s) not written, the table's values kept: see the notes below" if held else ""
         t = Table(title=f"{sec['arch']} {sec['model']} parameters (rows with observations{kept})")
@@ -425,6 +435,8 @@ def fit_text(run, output: str, written, pipeline_output: str | None = None, *, d
         kept = (f"; {written.kept} kept from the table: ops, classes or observations this trace does not cover"
                 if written.kept else "")
         kept += f"; {written.other} of another arch, unchanged" if written.other else ""
+        kept += (f"; the {written.discarded} rows {output} held {'would go' if dry_run else 'are gone'}: --fresh merges "
+                 "nothing" if written.discarded else "")
         what = f"{written.rows} parameter rows to {output} ({written.refitted} refitted{kept})"
         con.print(plain(f"dry run: nothing written; it would write {what}" if dry_run else
                         f"wrote {what}{_in_use_hint(output, params.path_in_use(), 'PTO_COST_PARAMS')}"))

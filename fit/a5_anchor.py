@@ -114,7 +114,9 @@ def anchor_values(table: TableShared, strategies: np.ndarray, addressed: int,
         anchor[f"a|{body}"] = forms[ref]["p0"] - anchor.get(f"off|{ref}", OFFSET_PRIOR[ref])
         for s, values in forms.items():  # 1D forms carry p0, p1, p5; 2D forms p0..p4
             anchor.update({f"{t}|{body}": values[p] for t, p in zip(BODY_TERMS[1:5], P_TERMS[1:5]) if p in values})
-        named.append(f"{body.split('|')[0]} ({here} rows here, {there} there)")
+        sig, dtype, dst = body.split("|")
+        named.append(" ".join([sig] + [x for x in (dtype, dst and f"-> {dst}") if x and x != "*"])
+                     + f" ({here} rows here, {there} there)")
     if named:
         said.append(f"the shared bod{'ies' if len(named) > 1 else 'y'} {', '.join(named)}")
     return anchor, said

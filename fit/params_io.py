@@ -12,6 +12,7 @@ from costmodel.models.params import COLUMNS, FORMAT_VERSION, ParamRow, read_tabl
 from costmodel.errors import PtoCostError
 
 from .io import atomic_path, check_writable
+from costmodel.wording import counted
 
 
 def _fmt(v) -> str:
@@ -35,6 +36,8 @@ class Written:
     dropped: tuple[ParamRow, ...] = ()  # old rows the fit's own rows made stale (`merge_rows`)
     old_forms: tuple[str, ...] = ()  # "a5 TMINS f32 2d-post-update": loop forms of refitted keys left as they were
     moved: tuple[str, ...] = ()  # families whose unmeasured dtypes now copy another dtype's body (`family_moves`)
+    arches: tuple[str, ...] = ()  # the arches of the rows the fit wrote (replaced or added)
+    discarded: int = 0  # rows of the file a write that merges nothing (`fit --fresh`) replaces
 
     def old_forms_note(self) -> str:
         """Say which loop forms of refitted A5 keys keep the old table's values ("" when none)."""
@@ -209,9 +212,9 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
             out.append({"arch": r.arch, "scope": r.scope, "name": r.name, "dtype": "*", "dst_dtype": r.dst_dtype,
                         "op_params": r.op_params, "table_observations": was.n_obs, "trace_observations": r.n_obs,
                         "message": f"{r.arch} {r.name} family {r.op_params or ''}".rstrip() + ": kept the table's "
-                                   f"prices of unmeasured dtypes ({body or 'another dtype'}'s body, {was.n_obs} "
-                                   f"observations); this trace's most measured {r.name} dtype, {r.follows[4]}, was "
-                                   f"measured {r.n_obs} time{'s' if r.n_obs != 1 else ''}"})
+                                   f"prices of unmeasured dtypes ({body or 'another dtype'}'s body, "
+                                   f"{counted(was.n_obs, 'observation')}); this trace's most measured {r.name} dtype, {r.follows[4]}, was "
+                                   f"measured {counted(r.n_obs, 'time')}"})
         if r.scope not in OWN_SCOPES or g in seen:
             continue
         _, n_new, n_old = verdicts.get(g, (True, 0, 0))
@@ -223,7 +226,7 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
         dtype = r.dtype if r.scope == "op" and r.dtype != "*" else ""
         what = " ".join(x for x in (r.arch, r.name, dtype, f"-> {r.dst_dtype}" if r.dst_dtype else "", r.op_params)
                         if x)
-        times = f"{n_new} time{'s' if n_new != 1 else ''}"
+        times = f"{counted(n_new, 'time')}"
         if lead is not None:
             why = (f"its curve is one fit with {' '.join(x for x in lead[3:] if x)}'s, whose table rows this trace does "
                    "not replace")
@@ -236,15 +239,15 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
         out.append({"arch": r.arch, "scope": r.scope, "name": r.name, "dtype": dtype or "*", "dst_dtype": r.dst_dtype,
                     "op_params": r.op_params, "table_observations": n_old,
                     "trace_observations": n_new,
-                    "message": f"{what}: kept the table's values ({n_old} observations); {why}"})
+                    "message": f"{what}: kept the table's values ({counted(n_old, 'observation')}); {why}"})
     return tuple(out)
 
 
 def _reach(most: dict[str, float]) -> str:
     """Return "up to 12 chunks in 3 rows" for a body's `_extents`."""
     chunks, rows = int(most.get("max_chunks", 0)), int(most.get("max_rows", 0))
-    return (f"up to {chunks} chunk{'s' if chunks != 1 else ''}"
-            + (f" in {rows} row{'s' if rows != 1 else ''}" if "max_rows" in most else ""))
+    return (f"up to {counted(chunks, 'chunk')}"
+            + (f" in {counted(rows, 'row')}" if "max_rows" in most else ""))
 
 
 def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow], int, list[ParamRow], list[str]]:
@@ -333,14 +336,16 @@ def planned_table(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool 
     from costmodel.models.params import shipped
 
     target = Path(path)
-    fresh, kept, held, dropped, old_forms, moved = {id(r) for r in rows}, 0, (), [], [], ()
+    fresh, kept, held, dropped, old_forms, moved, discarded = {id(r) for r in rows}, 0, (), [], [], (), 0
     if merge:
         old = (read_table(target) if target.exists() else shipped()).rows
         held = held_keys(old, rows)
         rows, kept, dropped, old_forms = merge_rows(old, rows)
         moved = family_moves(old, [r for r in rows if id(r) in fresh])
+    elif target.exists():
+        discarded = len(read_table(target).rows)
     return rows, Written(len(rows), sum(id(r) in fresh for r in rows), kept, held, tuple(dropped), tuple(old_forms),
-                         moved)
+                         moved, tuple(sorted({r.arch for r in rows if id(r) in fresh})), discarded)
 
 
 def family_moves(old: list[ParamRow], written: list[ParamRow]) -> tuple[str, ...]:
@@ -356,5 +361,5 @@ def family_moves(old: list[ParamRow], written: list[ParamRow]) -> tuple[str, ...
         if now and then and now != then:
             out.setdefault((r.arch, r.name, r.op_params), (
                 f"{r.arch} {r.name}{' ' + r.op_params if r.op_params else ''} family: its unmeasured dtypes are priced "
-                f"by {now}'s body now ({r.n_obs} observations), where the table copied {then}'s ({was.n_obs})"))
+                f"by {now}'s body now ({counted(r.n_obs, 'observation')}), where the table copied {then}'s ({was.n_obs})"))
     return tuple(out.values())

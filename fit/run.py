@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from costmodel.errors import TraceError
+from costmodel.wording import counted
 
 from .traces import (CONFLICTING, LINE, REPEAT_HINT, REPEAT_TOLERANCE, ROW_UNIT, Problem, average_repeats,
                      check_trace, conflicting_duplicates, cv_groups, key_text, lacks_measured, read_trace)
@@ -47,7 +48,7 @@ def _accuracy_label(rows: pd.DataFrame, k: int, group_by: str) -> str:
     --cv asks where the rows hold fewer groups) and the grouping."""
     groups = len(set(cv_groups(rows, group_by)))
     used = min(k, groups)
-    fewer = f"; --cv {k} asked, the rows hold {groups} group{'s' if groups != 1 else ''}" if used < k else ""
+    fewer = f"; --cv {k} asked, the rows hold {counted(groups, 'group')}" if used < k else ""
     return f"cross-validated ({used}-fold, grouped by {group_by}{fewer})"
 
 
@@ -75,7 +76,7 @@ def why_none(problems: list[Problem], tolerance: float | None) -> str:
                     f"left out (first: {clash[0].where}, {clash[0].message}); {REPEAT_HINT}")
     if other:
         rows = len({(p.source, p.line) for p in other})
-        said.append(f"{rows} row{'s' if rows != 1 else ''} refused: " + "; ".join(str(p) for p in other[:3]))
+        said.append(f"{counted(rows, 'row')} refused: " + "; ".join(str(p) for p in other[:3]))
     return "; ".join(said)
 
 
@@ -188,10 +189,8 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
                              "fitted_rows": len(y), "notes": notes,
                              "accuracy": _accuracy_label(a5, k, group_by),
                              "outliers": outliers(a5, fit.insample),
-                             "anchored": (f"toward {base.source}'s values, the shared terms of the smooth form this "
-                                          f"trace observed on fewer rows than that table's fit: {'; '.join(fit.anchored)}"
-                                          " (what the trace does not pin stays near the table's value; --fresh fits "
-                                          "them from the trace alone)" if fit.anchored else "")})
+                             # shared terms pulled toward the table's values (fit/a5_anchor.py), and that table
+                             "anchored": list(fit.anchored), "anchored_to": base.source if fit.anchored else None})
     if "a5" in arches and model in ("pipeline", "all"):
         from .pipeline_fit import build_cases, fit_pipeline, predict_rows
 
