@@ -76,7 +76,12 @@ def why_none(problems: list[Problem], tolerance: float | None) -> str:
                     f"left out (first: {clash[0].where}, {clash[0].message}); {REPEAT_HINT}")
     if other:
         rows = len({(p.source, p.line) for p in other})
-        said.append(f"{counted(rows, 'row')} refused: " + "; ".join(str(p) for p in other[:3]))
+        by_problem: dict[tuple[str, str], list[Problem]] = {}  # the same problem on many rows is said once
+        for p in other:
+            by_problem.setdefault((p.column, p.message), []).append(p)
+        said.append(f"{counted(rows, 'row')} refused: " + "; ".join(
+            f"{at[0].where}{f' and {len(at) - 1} more' if len(at) > 1 else ''}: {column}: {message}"
+            for (column, message), at in list(by_problem.items())[:3]))
     return "; ".join(said)
 
 
