@@ -94,7 +94,8 @@ def anchor_values(table: TableShared, strategies: np.ndarray, addressed: int,
         d0 = float(np.clip(ref[0] - OFFSET_PRIOR[forms[0]], LOWER["d0"], UPPER["d0"]))
         anchor[f"d0|{dim}"] = d0
         anchor.update({f"{t}|{dim}": float(np.clip(v, LOWER[t], UPPER[t])) for t, v in zip(D_TERMS[1:], ref[1:4])})
-        anchor.update({f"off|{s}": float(np.clip(table.dispatch[s][0] - d0, LOWER["off"], UPPER["off"])) for s in forms})
+        anchor.update({f"off|{s}": float(np.clip(table.dispatch[s][0] - d0, LOWER["off"], UPPER["off"]))
+                       for s in forms})
         said.append(f"the {dim.upper()} dispatch bound and loop-form offsets ({here} rows here, {there} there)")
     there = sum(table.observed.values())
     if table.dispatch and n_trace < there:

@@ -91,7 +91,8 @@ def fit_traces(paths: list[str], *, k: int = 5, model: str = "formula", seed: in
     """Fit the models of every arch present in the traces; returns the run (rows not yet written). The pipeline
     parameters the traces do not move keep their values in the table `pipeline_base` (the one the fit will
     replace), where it exists; the A5 formula's shared terms the traces observed less than the table `formula_base`
-    did are pulled toward its values (fit/a5_anchor.py). `tolerance`: how far apart repeated runs of a case may read (cycles)."""
+    did are pulled toward its values (fit/a5_anchor.py). `tolerance`: how far apart repeated runs of a case may read
+    (cycles)."""
     from .metrics import summary
 
     frames, problems, unit = [], [], {}

@@ -19,6 +19,7 @@ from ..flags import truthy
 from ..isa_a2a3 import (FULL_MASK, Addr, CopyGmToUb, CopyUB, CopyUbToGm, PipeBarrier, ScalarLoop, ScalarMove, SetMaskMode,
                         SetSaturation, SetVectorMask, TransposeMove, VecOp, intrinsic_table)
 from ..plan import Plan
+from ..wording import counted
 from . import provenance
 from .params import ParamRow, ParamTable, shipped
 
@@ -215,9 +216,20 @@ class IntrinsicModel:
         notes = [_unmeasured_note(cls, dt, measured_dtypes(table).get(cls, ())) for cls, dt in sorted(unmeasured)]
         notes += [f"no measured {dt} row exercises {cls}: priced by its measured {other} row (the same width: its "
                   "lanes carry bits only)" for cls, dt, other in sorted(twins)]
-        caveat = in_place_note(plan.request)
-        self.source_note = "; ".join([*notes, caveat] if caveat else notes)
+        self.source_note = "; ".join(x for x in (*notes, in_place_note(plan.request), typical_error(used)) if x)
         return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)
+
+
+def typical_error(rows) -> str:
+    """Return the typical error of a price from the class rows that made it (the largest mean cross-validated error a
+    measured class row the plan used records, fit/a2a3_fit.py), or "" where none records one."""
+    measured = [r for r in rows if r.scope == "intrinsic" and r.n_obs and r.cv_mape is not None]
+    if not measured:
+        return ""
+    worst = max(measured, key=lambda r: (r.cv_mape, r.name, r.dtype))
+    what = f"{worst.name}{'' if worst.dtype == '*' else ' ' + worst.dtype}"
+    return (f"typical error {worst.cv_mape:.1f} %: the mean error on the {counted(worst.n_obs, 'measured row')} that "
+            f"use{'s' if worst.n_obs == 1 else ''} {what}, each predicted by a fit that did not see its tile shape")
 
 
 def in_place_note(req) -> str:
