@@ -468,7 +468,8 @@ _NO_CATALOGUE = {  # measured ops that are not PTO catalogue instructions
 
 # the `extra` test parameters the mapping reads (request_kwargs, _transfer_kwargs, _tmov_kwargs), and those of the
 # measured A2/A3 file it does not need (a test tag, the convolution dims of TLOADCONV, a second spelling of the pad)
-EXTRA_READ = ("variant", "isInPlace", "isBinary", *(f"shape{i}" for i in range(5)), "PadVal", "dyn",
+EXTRA_VARIANT = ("variant", "isInPlace", "isBinary")  # those that choose an instruction variant, not a shape
+EXTRA_READ = (*EXTRA_VARIANT, *(f"shape{i}" for i in range(5)), "PadVal", "dyn",
               *(f"{side}{k}" for side in ("src", "dst") for k in ("BL", "SL", "Loc")))
 EXTRA_UNUSED = ("TAG", "gShape0", "gShape1", "gShape2", "padValue", "N", "C1", "H", "W", "L")
 

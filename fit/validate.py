@@ -10,7 +10,7 @@ from costmodel.errors import TraceError
 
 from . import metrics
 from .predict import predict_frame
-from .traces import LINE, average_repeats, cell_text, param_columns, request_keys
+from .traces import EXTRA_VARIANT, LINE, average_repeats, cell_text, param_columns, parse_extra, request_keys
 
 
 # a group of validate's per-group table: one instruction variant on one strategy (TCVT per target type, TRECIP per
@@ -80,6 +80,10 @@ def validate_frame(trace: pd.DataFrame, *, model: str = "auto", progress=None,
     # op parameters named in columns of their own (a compare mode, a scalar) split groups too, where the trace has them
     params = [c for c in param_columns() if c in scored and (scored[c].map(cell_text) != "").any()]
     grouped = scored.assign(**{c: scored[c].map(cell_text).str.lower() for c in params})
+    if "extra" in scored:  # so do the A2/A3 test parameters that choose a variant (TSQRT in place or not)
+        grouped["variant_params"] = scored["extra"].map(lambda t: ";".join(
+            f"{k}={v}" for k, v in sorted(parse_extra(t).items()) if k in EXTRA_VARIANT))
+        params += ["variant_params"] if (grouped["variant_params"] != "").any() else []
     per_group = metrics.grouped(grouped, [*GROUP_KEYS, *params]) if len(scored) else pd.DataFrame()
     skipped = pred[~ok][[LINE, "arch", "op", "dtype", "predicted_cycles", "note"]].rename(columns={LINE: "line"})
     return ValidationReport(pred, overall, per_op, per_group, skipped, trace.attrs.get("line_unit", "line"))

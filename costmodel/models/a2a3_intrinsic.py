@@ -213,7 +213,10 @@ class IntrinsicModel:
             elif rows[0].scope == "intrinsic" and rows[0].dtype not in ("*", split_key(key)[2]):
                 twins.add((*split_key(key)[1:], rows[0].dtype))
         self.provenance = {"formula": rows_provenance(table, used)}
-        notes = [_unmeasured_note(cls, dt, measured_dtypes(table).get(cls, ())) for cls, dt in sorted(unmeasured)]
+        in_default = sorted({i.intrinsic for i in plan.body
+                             if isinstance(i, VecOp) and cost_class(i.intrinsic) == "default"})
+        notes = [_unmeasured_note(cls, dt, measured_dtypes(table).get(cls, ()), in_default)
+                 for cls, dt in sorted(unmeasured)]
         notes += [f"no measured {dt} row exercises {cls}: priced by its measured {other} row (the same width: its "
                   "lanes carry bits only)" for cls, dt, other in sorted(twins)]
         self.source_note = "; ".join(x for x in (*notes, in_place_note(plan.request), typical_error(used)) if x)
@@ -263,10 +266,15 @@ def _reference_classes() -> frozenset[str]:
     return frozenset(r.name for r in read_table(data_path("a2a3_priors.csv")).rows if r.scope == "intrinsic")
 
 
-def _unmeasured_note(cls: str, dt: str, measured: tuple[str, ...]) -> str:
+def _unmeasured_note(cls: str, dt: str, measured: tuple[str, ...], in_default: list[str] = ()) -> str:
     if cls == "default":
-        return ("no measured row exercises the default class (intrinsics with no stub row of their own): priced by "
-                "the reference's constants for it (costmodel.md §5, data/a2a3_priors.csv)")
+        one = len(in_default) == 1
+        named = f"{', '.join(in_default) or 'an intrinsic'} {'has' if one or not in_default else 'have'}"
+        compares = ("; vcmpv_ne and vcmpv_ge, which have their own, cost more"
+                    if any(i.startswith("vcmpv") for i in in_default) else "")
+        return (f"{named} no stub row of {'its' if one or not in_default else 'their'} own in the reference: priced by "
+                f"the reference's default-class constants (costmodel.md §5, data/a2a3_priors.csv{compares}), which no "
+                "measured row exercises")
     elsewhere = f" {dt} row exercises {cls} (measured in {' '.join(measured)} only)" if measured else f" row exercises {cls}"
     how = ("its reference constants (costmodel.md §5), moved as the fit moved its cost family" if cls in _reference_classes()
            else "its cost family's fitted values")
