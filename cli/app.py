@@ -552,6 +552,7 @@ def plot(
     models = used.index[0] if len(used) == 1 else ", ".join(f"{m} ({n} points)" for m, n in used.items())
     title = (f"{df['op'].iloc[0]}{conversion} on {arch_name} — model{'s' if len(used) > 1 else ''} {models}"
              + (f"\n{', '.join(f'{k}={v}' for k, v in shown.items())}" if shown else ""))
+    overlay = None  # the measured points drawn (curves only)
     if heat:
         if strategy not in ("default", "all"):  # the canonical spelling (1lcount: 1LCount)
             strategy = df.loc[df["cycles"].notna(), "strategy"].astype(str).iloc[0]
@@ -561,7 +562,6 @@ def plot(
         x = "cols" if grid["cols"].nunique() > 1 or grid["rows"].nunique() == 1 else "rows"
         fixed = "rows" if x == "cols" else "cols"
         series = [c for c, multi in (("dtype", df["dtype"].nunique() > 1), ("strategy", strategy == "all")) if multi] or ["strategy"]
-        overlay = None
         if measured:
             overlay = _on_lines(_measured_points(measured, df, x, fixed, dst, {**params, **fixed_valid}), df, measured,
                                 f"{fixed} = {df[fixed].iloc[0]}")
@@ -573,7 +573,8 @@ def plot(
             write_frame(df, csv, into=tmps[1])
     n_bad = int(df["cycles"].isna().sum())
     why = f"see `note` in {csv}" if csv else f"e.g. {df.loc[df['cycles'].isna(), 'note'].iloc[0]}" if n_bad else ""
-    render.console(stderr=True).print(render.plain(f"wrote {output}" + (f" and {csv}" if csv else "")
+    drawn = f" with {render.counted(len(overlay), 'measured point')}" if overlay is not None else ""
+    render.console(stderr=True).print(render.plain(f"wrote {output}{drawn}" + (f" and {csv}" if csv else "")
                                       + (f"; {n_bad} point(s) not modelled ({why})" if n_bad else "")))
 
 

@@ -359,9 +359,16 @@ def heatmap_figure(df: pd.DataFrame, title: str = "", strategy: str = "default")
         ax.set_ylabel("rows")
         ax.set_title(f"{dt}: cycles")
         if panels == 2:
-            d = d.assign(best=_worth_switching(d))
+            # a cell whose plotted strategy is kept (the fastest, or nothing saves enough) gets a colour of its own: in
+            # the strategy's colour it read as that strategy being the fastest (QA 50)
+            kept = f"keep the {strategy if named else 'default'}"
+            switch = _worth_switching(d).astype(object)
+            if "strategy" in d:
+                switch = switch.where(switch.astype(str) != d["strategy"].astype(str), kept)
+            d = d.assign(best=switch)
             best = d.pivot_table(index="rows", columns="cols", values="best", aggfunc="first").reindex(index=ys, columns=xs)
-            names = sorted(n for n in pd.unique(best.to_numpy().ravel()) if isinstance(n, str) and n)
+            names = sorted((n for n in pd.unique(best.to_numpy().ravel()) if isinstance(n, str) and n),
+                           key=lambda n: (n != kept, n))
             codes = best.apply(lambda c: c.map({n: i for i, n in enumerate(names)})).to_numpy(float)
             cmap = _cmap("tab10", len(names))
             axes[row, 1].pcolormesh(*cells, np.ma.masked_invalid(codes), cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5)
