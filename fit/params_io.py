@@ -109,13 +109,15 @@ def _decided_by(r: ParamRow, verdicts: dict) -> tuple | None:
     return _group(r) if r.scope in OWN_SCOPES else None
 
 
-def _replaces_row(r: ParamRow, old: ParamRow | None, verdicts: dict) -> bool:
+def _replaces_row(r: ParamRow, old: ParamRow | None, verdicts: dict, whole: set[str] = frozenset()) -> bool:
     """Whether `r` replaces the table's row `old` of its key (`_decided_by`). A family row (an unmeasured dtype's
     price, copied from the op's most measured body) also needs the body it copies to be the one the table's copies,
-    or one measured as often: two TADD i64 rows must not reprice bf16 and i32 where the table copies f32's 31."""
+    or one measured as often: two TADD i64 rows must not reprice bf16 and i32 where the table copies f32's 31. A
+    shared row neither fit observed goes with a whole refit of its arch (`whole`: `_whole_refits`), as an unobserved
+    class does (the A2/A3 scalar loop's per-element cost moves with the trace's speed like every prior)."""
     decider = _decided_by(r, verdicts)
     if decider is None:
-        return replaces(r, old)
+        return replaces(r, old) or (old is not None and not r.n_obs and not old.n_obs and r.arch in whole)
     if not verdicts[decider][0]:
         return False
     if r.scope != "family" or old is None or r.follows is None:
@@ -197,7 +199,7 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
     a key's: `ParamRow.follows`), what was kept: the key's fields, the table's and the fit's observations, and a
     sentence saying so."""
     new = _with_coefficients(new)
-    verdicts = own_verdicts(old, new)
+    verdicts, whole = own_verdicts(old, new), _whole_refits(old, new)
     reach_old, reach_new = _extents(old), _extents(new)
     out, seen = [], set()
     by_key = {_key(r): r for r in old}
@@ -205,7 +207,7 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
         g = _group(r)
         # a family row kept though the key it copies is replaced (a key kept is named below, its family with it)
         if (r.scope == "family" and g not in seen and r.follows is not None and verdicts.get(r.follows, (False,))[0]
-                and not _replaces_row(r, by_key.get(_key(r)), verdicts)):
+                and not _replaces_row(r, by_key.get(_key(r)), verdicts, whole)):
             seen.add(g)
             was = by_key[_key(r)]
             body = family_body_dtype(was.source)
@@ -260,10 +262,10 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow]
     last."""
     by_key = {_key(r): r for r in old}
     new = _with_coefficients(new)
-    verdicts = own_verdicts(old, new)
+    verdicts, whole = own_verdicts(old, new), _whole_refits(old, new)
     refit_classes = set()
     for r in new:
-        if _replaces_row(r, by_key.get(_key(r)), verdicts):
+        if _replaces_row(r, by_key.get(_key(r)), verdicts, whole):
             by_key[_key(r)] = r
             if r.scope == "intrinsic" and r.dtype == "*":
                 refit_classes.add((r.arch, r.form, r.name, r.term))

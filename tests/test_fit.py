@@ -1243,16 +1243,20 @@ def test_an_unobserved_a2a3_class_is_replaced_by_a_whole_refit_only():
         return [ParamRow("a2a3", "intrinsic", "control", "*", "*", "", "*", "", "set_mask", value, None, control_n,
                          None, "t"),
                 ParamRow("a2a3", "intrinsic", "intrinsic", "vand", "*", "", "*", "", "per_repeat", value, None, 0,
-                         None, "t")]
+                         None, "t"),
+                # a control row no measured row exercises (the scalar loop of integer TDIVS): a guess like vand's
+                ParamRow("a2a3", "intrinsic", "control", "*", "*", "", "*", "", "scalar_per_element", 4 * value, None,
+                         0, None, "t")]
 
     table = rows(63, 1.0)
     for control_n, replaced in ((63, True), (70, True), (9, False)):
-        merged = {r.scope: r.value for r in merge_rows(table, rows(control_n, 1.1))[0]}
-        assert merged["intrinsic"] == (1.1 if replaced else 1.0)
-        assert merged["control"] == (1.1 if replaced else 1.0)
+        merged = {(r.scope, r.term): r.value for r in merge_rows(table, rows(control_n, 1.1))[0]}
+        assert merged["intrinsic", "per_repeat"] == (1.1 if replaced else 1.0)
+        assert merged["control", "set_mask"] == (1.1 if replaced else 1.0)
+        assert merged["control", "scalar_per_element"] == (4.4 if replaced else 4.0)  # QA 48b: stayed at 4.0
     # ... and a guess never replaces a value the table fitted from observations
     observed = [table[0], replace(table[1], n_obs=3)]
-    assert {r.scope: r.value for r in merge_rows(observed, rows(70, 1.1))[0]}["intrinsic"] == 1.0
+    assert {r.scope: r.value for r in merge_rows(observed, rows(70, 1.1))[0] if r.term == "per_repeat"}["intrinsic"] == 1.0
 
 
 def test_dtypes_sharing_a_body_are_replaced_with_the_dtype_measured_most(tmp_path):
@@ -1451,7 +1455,8 @@ def test_a_partial_trace_anchors_only_the_shared_terms_it_observed_less_than_the
     table = [row("dispatch", "*", "2d-no-post-update", "d0", 50.0, 100),
              row("dispatch", "*", "2d-post-update", "d0", 50.0, 20),
              row("dispatch", "*", "1d-post-update", "d0", 50.0, 30),
-             *(row("dispatch", "*", "2d-no-post-update", t, v, 100) for t, v in (("a0", 18.0), ("al", 1.0), ("as", 0.5)))]
+             *(row("dispatch", "*", "2d-no-post-update", t, v, 100)
+               for t, v in (("a0", 18.0), ("al", 1.0), ("as", 0.5)))]
     for op, n, shift in (("TADD", 30, 0.0), ("TEXP", 8, 7.0)):  # TEXP: a later partial refit wrote its own values
         for strategy, d0 in (("2d-no-post-update", 46.0), ("2d-post-update", 47.5), ("1d-post-update", 51.0)):
             table += [row("op", op, strategy, t, v + shift, n)
@@ -1459,7 +1464,8 @@ def test_a_partial_trace_anchors_only_the_shared_terms_it_observed_less_than_the
     body = "ld2 st1 simple1|*|"  # TADD's, TSUB's and TMUL's, measured on 90 rows
     table += [row("body", "ld2 st1 simple1", "2d-no-post-update", t, v, 90)
               for t, v in zip(("p0", "p1", "p2", "p3", "p4"), (44.0, 2.0, 0.5, 0.1, -0.2))]
-    table += [row("body", "ld2 st1 simple1", "1d-post-update", t, v, 90) for t, v in zip(("p0", "p1", "p5"), (45.5, 2.0, -3))]
+    table += [row("body", "ld2 st1 simple1", "1d-post-update", t, v, 90)
+              for t, v in zip(("p0", "p1", "p5"), (45.5, 2.0, -3))]
     shared = table_shared(table, "p.csv")
     assert shared.dispatch["2d-post-update"] == (47.5, 0.7, 0.3, 5.9, 5.25)  # the values most observations carry
     strategies = np.array(["2d-no-post-update"] * 40 + ["1d-post-update"] * 40)
@@ -1531,9 +1537,10 @@ def test_a_new_op_of_a_known_body_is_priced_from_that_body_where_its_few_rows_do
     assert "the shared body ld2 st1 simple1" in r.stdout and "smooth form for every op" in r.stdout
     cycles = {}
     for op in ("TMAX", "TADD"):
-        r = subprocess.run([sys.executable, "-m", "cli", "estimate", op, "--shape", "1x8192", "--dtype", "f32", "--arch",
-                            "a5", "--model", "formula", "--no-verify", "--json"], capture_output=True, text=True,
-                           cwd=ROOT, timeout=300, env={**os.environ, "PTO_COST_PARAMS": str(tmp_path / "p.csv")})
+        r = subprocess.run([sys.executable, "-m", "cli", "estimate", op, "--shape", "1x8192", "--dtype", "f32",
+                            "--arch", "a5", "--model", "formula", "--no-verify", "--json"], capture_output=True,
+                           text=True, cwd=ROOT, timeout=300,
+                           env={**os.environ, "PTO_COST_PARAMS": str(tmp_path / "p.csv")})
         assert r.returncode == 0, r.stderr
         cycles[op] = json.loads(r.stdout)["cycles"]
     assert 1.0 < cycles["TMAX"] / cycles["TADD"] < 1.15
