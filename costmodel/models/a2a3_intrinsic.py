@@ -192,7 +192,8 @@ class IntrinsicModel:
 
     name = "formula"
     provenance: dict = {}  # the last plan's parameter rows: table file, digest, fit (models/provenance.py)
-    source_note = ""  # the last plan's unmeasured classes, for the estimate's notes
+    source_note = ""  # the last plan's unmeasured classes and typical error, for the estimate's notes
+    group_note = ""  # its caveats alone (no typical error), for a sweep's rows
 
     def __init__(self, table: ParamTable | None = None):
         self.table = table
@@ -219,7 +220,9 @@ class IntrinsicModel:
                  for cls, dt in sorted(unmeasured)]
         notes += [f"no measured {dt} row exercises {cls}: priced by its measured {other} row (the same width: its "
                   "lanes carry bits only)" for cls, dt, other in sorted(twins)]
-        self.source_note = "; ".join(x for x in (*notes, in_place_note(plan.request), typical_error(used)) if x)
+        # a sweep's note is the caveats alone: a class's typical error is no caveat (as an A5 key's, a5_formula.py)
+        self.group_note = "; ".join(x for x in (*notes, in_place_note(plan.request)) if x)
+        self.source_note = "; ".join(x for x in (self.group_note, typical_error(used)) if x)
         return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)
 
 
