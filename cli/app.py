@@ -806,7 +806,7 @@ def fit_cmd(
         base = None if fresh else pipeline_output if Path(pipeline_output).is_file() else path_in_use()
         from costmodel.models.params import path_in_use as formula_in_use
 
-        # and the formula table it merges into: the shared A5 terms it observes less keep that table's values
+        # and the formula table it merges into: the shared A5 terms it observes less are pulled toward its values
         formula_base = None if fresh else output if Path(output).is_file() else formula_in_use()
         run = fit_traces(traces, k=cv, model=model, group_by=cv_group, pipeline_base=base,
                          tolerance=repeat_tolerance, formula_base=formula_base)

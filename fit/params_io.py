@@ -10,9 +10,9 @@ from costmodel.models.a5_formula import family_body_dtype
 from costmodel.models.params import COLUMNS, FORMAT_VERSION, ParamRow, read_table
 
 from costmodel.errors import PtoCostError
+from costmodel.wording import counted
 
 from .io import atomic_path, check_writable
-from costmodel.wording import counted
 
 
 def _fmt(v) -> str:
@@ -215,8 +215,8 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
                         "op_params": r.op_params, "table_observations": was.n_obs, "trace_observations": r.n_obs,
                         "message": f"{r.arch} {r.name} family {r.op_params or ''}".rstrip() + ": kept the table's "
                                    f"prices of unmeasured dtypes ({body or 'another dtype'}'s body, "
-                                   f"{counted(was.n_obs, 'observation')}); this trace's most measured {r.name} dtype, {r.follows[4]}, was "
-                                   f"measured {counted(r.n_obs, 'time')}"})
+                                   f"{counted(was.n_obs, 'observation')}); this trace's most measured {r.name} dtype, "
+                                   f"{r.follows[4]}, was measured {counted(r.n_obs, 'time')}"})
         if r.scope not in OWN_SCOPES or g in seen:
             continue
         _, n_new, n_old = verdicts.get(g, (True, 0, 0))
@@ -228,7 +228,7 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
         dtype = r.dtype if r.scope == "op" and r.dtype != "*" else ""
         what = " ".join(x for x in (r.arch, r.name, dtype, f"-> {r.dst_dtype}" if r.dst_dtype else "", r.op_params)
                         if x)
-        times = f"{counted(n_new, 'time')}"
+        times = counted(n_new, "time")
         if lead is not None:
             why = (f"its curve is one fit with {' '.join(x for x in lead[3:] if x)}'s, whose table rows this trace does "
                    "not replace")

@@ -214,8 +214,8 @@ class IntrinsicModel:
             elif rows[0].scope == "intrinsic" and rows[0].dtype not in ("*", split_key(key)[2]):
                 twins.add((*split_key(key)[1:], rows[0].dtype))
         self.provenance = {"formula": rows_provenance(table, used)}
-        in_default = sorted({i.intrinsic for i in plan.body
-                             if isinstance(i, VecOp) and cost_class(i.intrinsic) == "default"})
+        in_default = tuple(sorted({i.intrinsic for i in plan.body
+                                   if isinstance(i, VecOp) and cost_class(i.intrinsic) == "default"}))
         notes = [_unmeasured_note(cls, dt, measured_dtypes(table).get(cls, ()), in_default)
                  for cls, dt in sorted(unmeasured)]
         notes += [f"no measured {dt} row exercises {cls}: priced by its measured {other} row (the same width: its "
@@ -269,7 +269,7 @@ def _reference_classes() -> frozenset[str]:
     return frozenset(r.name for r in read_table(data_path("a2a3_priors.csv")).rows if r.scope == "intrinsic")
 
 
-def _unmeasured_note(cls: str, dt: str, measured: tuple[str, ...], in_default: list[str] = ()) -> str:
+def _unmeasured_note(cls: str, dt: str, measured: tuple[str, ...], in_default: tuple[str, ...] = ()) -> str:
     if cls == "default":
         one = len(in_default) == 1
         named = f"{', '.join(in_default) or 'an intrinsic'} {'has' if one or not in_default else 'have'}"

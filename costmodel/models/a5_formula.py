@@ -47,8 +47,8 @@ from ..plan import Plan
 from ..request import Request
 from . import provenance
 from .a5_features import body_signature, vf_trips
-from .params import ParamTable, shipped
 from ..wording import counted
+from .params import ParamTable, shipped
 
 P_TERMS = ("p0", "p1", "p2", "p3", "p4", "p5")
 TERMS = {"1d": ("p0", "p1", "p5"), "2d": ("p0", "p1", "p2", "p3", "p4")}  # the P terms a 1D/2D program has

@@ -20,8 +20,8 @@ import math
 import textwrap
 from dataclasses import dataclass
 
-from .a5_pipeline_engine import Template, Trace
 from ..wording import counted
+from .a5_pipeline_engine import Template, Trace
 
 # critical-path segment categories -> breakdown term
 _TERM = {"dispatched": "frontend", "dispatch": "frontend", "loop_entry": "loop_overhead", "iter_gap": "loop_overhead",
