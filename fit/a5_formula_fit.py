@@ -364,6 +364,13 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, 
             value = float(coef[f"{t}|{k0}"]) + (offset if t == "p0" else 0.0)
             out.append(ParamRow("a5", "vf", "op", key["name"], key["dtype"], key["dst_dtype"], key["strategy"],
                                 key["op_params"], t, value, None, n, cv, src))
+        # its own copy of the dispatch bound it was fitted with (d0 + d1·C + d3·R·m, no row term: `_d_values`), as a
+        # smooth key carries its own: the shared dispatch rows a partial trace's fit wrote replace the table's only
+        # when it observed as many rows, and the key is priced as fitted either way
+        d0, d1, d3 = D[key["strategy"]]
+        out.extend(ParamRow("a5", "vf", "op", key["name"], key["dtype"], key["dst_dtype"], key["strategy"],
+                            key["op_params"], t, float(v), None, n, cv, src)
+                   for t, v in zip(fm.D_TERMS, (d0, d1, 0.0, d3)))
         out.extend(_extent_rows(rows, np.flatnonzero(sel), "op", key["name"], key["dtype"], key["dst_dtype"],
                                 key["strategy"], key["op_params"], src))
         report.append({"parameter": f"{_readable(k0)}:", "n_obs": n, "cv_mape": cv,

@@ -171,6 +171,16 @@ def test_a5_formula_fit_recovers_a_synthetic_max_form():
     coef, D = fit_max(rows, np.arange(n), 0.003)
     pred = predict_rows(coef, D, rows, np.arange(n))
     assert np.max(np.abs(pred - y) / y) < 0.01
+    # written, a key prices as fitted whatever the table's shared dispatch rows say (a partial trace's fit does not
+    # replace them): it carries its own copy of the bound
+    from costmodel.models.params import ParamRow, ParamTable
+    from fit.a5_formula_fit import _to_rows
+
+    written, _ = _to_rows(coef, D, rows, pred, "synthetic")
+    shared = ParamRow("a5", "vf", "dispatch", "*", "*", "", key["strategy"], "", "d0", 500.0, None, 999, None, "old")
+    got_p, got_d, src = fm.lookup(ParamTable([shared, *written]), key)
+    assert src == "key" and "q" not in got_d  # the hard maximum of its own bounds
+    assert np.max(np.abs(fm.cycles(got_p, got_d, C, R, "2d")[0] - pred) / pred) < 1e-9
 
 
 def _synthetic_rows(keys, C, R, y):
