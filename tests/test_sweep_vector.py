@@ -787,3 +787,14 @@ def test_a_column_a_sweep_would_not_read_but_names_a_request_field_is_refused():
             sweep(pd.DataFrame([{**base, **extra}]))
     out = sweep(pd.DataFrame([{**base, "saturation": "on", "kernel_id": 7}]))
     assert out["kernel_id"].tolist() == [7] and out["cycles"].notna().all()
+
+
+def test_a_reductions_price_in_a_sweep_does_not_depend_on_the_ops_before_it():
+    """An elementwise op and a reduction on tiles of one shape share no anchor correction where the reduction's
+    anchors take only the rows that fit the unified buffer (QA 51: TRSQRT before TROWSUM priced TROWSUM f32 128x192
+    at 1138 cycles, estimate 1127)."""
+    rows = [{"op": o, "dtype": "f32", "arch": "a5", "rows": 128, "cols": 192} for o in ("TRSQRT", "TROWSUM")]
+    for order in (rows, rows[::-1]):
+        out = sweep(pd.DataFrame(order))
+        got = out.loc[out["op"] == "TROWSUM", "cycles"].iloc[0]
+        assert got == estimate("TROWSUM", (128, 192), "f32", "a5", verify=False).cycles
