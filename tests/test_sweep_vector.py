@@ -798,3 +798,14 @@ def test_a_reductions_price_in_a_sweep_does_not_depend_on_the_ops_before_it():
         out = sweep(pd.DataFrame(order))
         got = out.loc[out["op"] == "TROWSUM", "cycles"].iloc[0]
         assert got == estimate("TROWSUM", (128, 192), "f32", "a5", verify=False).cycles
+
+
+def test_tsels_prices_as_the_tsel_program_it_runs():
+    """TSELS runs TSEL's select programs (inferred): an f32 TSELS in 1D (the even program) takes TSEL f32's own
+    rows, not the TSEL:b32 family's, which copy another program (QA 51: 289 cycles at 1x2048 against TSEL's 127)."""
+    for shape in ((1, 2048), (1, 8192), (16, 256)):
+        tsels, tsel = (estimate(op, shape, "f32", "a5", model="formula", verify=False) for op in ("TSELS", "TSEL"))
+        assert tsels.cycles == tsel.cycles and tsels.strategy == tsel.strategy
+        assert any("priced by the formula of TSEL f32" in n for n in tsels.notes)
+    out = sweep(pd.DataFrame([{"op": "TSELS", "dtype": "f32", "arch": "a5", "rows": 1, "cols": 2048}]))
+    assert out["cycles"].iloc[0] == estimate("TSEL", (1, 2048), "f32", "a5", model="formula", verify=False).cycles

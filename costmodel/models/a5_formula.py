@@ -88,6 +88,9 @@ def _family_note(key: dict[str, str], types: str, variant: str, row) -> str:
         measured = family_body_dtype(row.source) if row is not None else ""
         of = f"{name} {measured}{variant}" if measured else f"the family {family}"
         return f"{name} {types}{variant} was not measured: priced by the formula of {of} (extrapolated across dtypes)"
+    if row is not None and row.scope == "op":  # another op's own rows (`_sources_of`: TSELS prices as TSEL)
+        return (f"{name} was not measured: priced by the formula of {row.name} {types}{variant} (inferred: it runs "
+                f"{row.name}'s programs)")
     return (f"{name} was not measured: formula parameters of the family {family} (inferred: it runs that family's "
             "programs)")
 
@@ -154,11 +157,8 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
     given the plan's `sig` (a5_features.body_signature) — the body that measured ops doing the same work per chunk
     share, on the key's dtype or on any (an op nobody measured: TADDS prices like TMINS and TNEG). Rows fitted in
     the smooth form carry their own d0..d3 and q."""
-    types = {"dtype": key["dtype"], "dst_dtype": key["dst_dtype"]}
-    sources = [("op", key["name"], {**types, "op_params": key["op_params"]}), ("family", family_of(key), {})]
-    if sig:
-        sources.append(("body", sig, types))
-    for scope, name, fields in sources:
+    sources = [(src, *where) for src in ("key", "family", "body")[:3 if sig else 2] for where in _sources_of(key, sig, src)]
+    for src, scope, name, fields in sources:
         p: dict[str, float] = {}
         own: dict[str, float] = {}
         for t in P_TERMS + D_TERMS + ("q",) + OWN_ADDRESS_TERMS:
@@ -169,7 +169,6 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
             break
     else:
         return None
-    src = "key" if scope == "op" else scope
     dispatch = {}
     for t in D_TERMS + A_TERMS:
         row = table.lookup("a5", "vf", "dispatch", "*", t, strategy=key["strategy"])
@@ -184,10 +183,26 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
 def source_row(table: ParamTable, key: dict[str, str], sig: str, src: str, term: str = "p1"):
     """Return the row of `term` (by default the per-chunk p1: the row whose source, n and error describe them) of the
     parameters `lookup` found for a key from `src` ("key", "family" or "body"), or None."""
+    for scope, name, fields in _sources_of(key, sig, src):
+        row = _exact_row(table, scope, name, term, key["strategy"], fields)
+        if row is not None:
+            return row
+    return None
+
+
+def _sources_of(key: dict[str, str], sig: str, src: str) -> list[tuple[str, str, dict[str, str]]]:
+    """Return the (scope, name, fields) of the rows that may price a key from `src`, first first: its own op rows
+    ("key"); its family's ("family"; for TSELS first TSEL's own rows of the key's type and mask program, whose select
+    programs it runs (inferred): the TSEL family rows copy one program's body, and a 1D f32 TSELS took the odd
+    program's 7.8 cycles a chunk, 2.7x TSEL's even one; QA 51); the shared body's ("body")."""
     types = {"dtype": key["dtype"], "dst_dtype": key["dst_dtype"]}
-    scope, name, fields = {"key": ("op", key["name"], {**types, "op_params": key["op_params"]}),
-                           "family": ("family", family_of(key), {}), "body": ("body", sig, types)}[src]
-    return _exact_row(table, scope, name, term, key["strategy"], fields)
+    if src == "key":
+        return [("op", key["name"], {**types, "op_params": key["op_params"]})]
+    if src == "body":
+        return [("body", sig, types)]
+    runs_tsel = key["name"] in SELECTS and key["name"] != "TSEL"
+    return ([("op", "TSEL", {**types, "op_params": key["op_params"]})] if runs_tsel else []) + [
+        ("family", family_of(key), {})]
 
 
 def _exact_row(table: ParamTable, scope: str, name: str, term: str, strategy: str, fields: dict[str, str]):
