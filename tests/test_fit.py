@@ -787,6 +787,10 @@ def test_body_signature_groups_ops_that_do_the_same_work_per_chunk():
     assert sig("TMINS") == sig("TNEG") == sig("TABS")
     assert sig("TRECIP") == sig("TEXP") == sig("TSQRT") == sig("TDIVS") != sig("TRSQRT")  # vsqrt + vdiv: two SFU ops
     assert sig("TSEL") != sig("TADD")  # the mask is a third load
+    # a row-expand loads src1's broadcast once a row, outside the chunk loop: not TMULS's work, whose chunk it
+    # matches (QA 51: priced by TMULS's body, 28 % below TMUL at 128x64 f32)
+    expand = body_signature(api.plan("TROWEXPANDMUL", "16x160", "f32", arch="a5", valid="16x128"))
+    assert expand.endswith(" rowld1") and expand != sig("TMULS", scalar=2)
 
 
 def test_a5_smooth_fit_pools_ops_that_share_a_body():

@@ -83,16 +83,22 @@ def vf_trips(plan: Plan) -> VfTrips:
 
 def _chunk_body(body: tuple) -> tuple:
     """Return the instructions of the deepest loop that stores (the per-chunk body), or () if none stores."""
-    best: tuple[int, tuple] = (-1, ())
+    return _chunk_loop(body)[0]
+
+
+def _chunk_loop(body: tuple) -> tuple[tuple, tuple]:
+    """Return (the per-chunk body: `_chunk_body`, the instructions of the loop around it, such as a row loop, or the
+    program's own where none is)."""
+    best: tuple[int, tuple, tuple] = (-1, (), ())
     stack = [(body, 0)]
     while stack:
         items, depth = stack.pop()
         for ins in items:
             if isinstance(ins, Loop):
                 if depth + 1 > best[0] and any(getattr(i, "unit", "") == "store" for i in ins.body):
-                    best = (depth + 1, ins.body)
+                    best = (depth + 1, ins.body, items)
                 stack.append((ins.body, depth + 1))
-    return best[1]
+    return best[1], best[2]
 
 
 def chunk_work(plan: Plan) -> tuple[tuple[str, int], ...]:
@@ -129,17 +135,21 @@ def body_signature(plan: Plan) -> str:
     nothing measured shows them free, so such a chunk shares no measured body."""
     from .a5_pipeline_uarch import CONVERT_OPS, SFU_OPS
 
-    loads = stores = 0
+    loads = stores = row_loads = 0
     ops = {"sfu": 0, "cvt": 0, "simple": 0}
     for prog in plan.body:
         if not isinstance(prog, VfProgram):
             continue
-        for ins in _chunk_body(prog.body):
+        chunk, around = _chunk_loop(prog.body)
+        for ins in chunk:
             unit = getattr(ins, "unit", "")
             loads += unit == "load"
             stores += unit == "store"
             if unit == "vector":
                 ops["sfu" if ins.op in SFU_OPS else "cvt" if ins.op in CONVERT_OPS else "simple"] += 1
+        if around is not prog.body:  # loads a row loop issues once a row (a row-expand's broadcast of src1[r])
+            row_loads += sum(getattr(ins, "unit", "") == "load" for ins in around)
     busy = next((u for u in ("sfu", "cvt") if ops[u]), "simple")
     others = sum(ops.values()) - ops[busy]
-    return f"ld{loads} st{stores} {busy}{ops[busy]}" + (f" +{others}" if others > 1 else "")
+    return (f"ld{loads} st{stores} {busy}{ops[busy]}" + (f" +{others}" if others > 1 else "")
+            + (f" rowld{row_loads}" if row_loads else ""))
