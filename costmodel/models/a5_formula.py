@@ -155,9 +155,10 @@ def lookup(table: ParamTable, key: dict[str, str], sig: str = "") -> tuple[dict[
     """Return (P coefficients, D coefficients, where P came from: "key", "family" or "body") for a key, or None if
     it has no parameters: the key's own rows, else its family's (an unmeasured dtype of a measured op), else —
     given the plan's `sig` (a5_features.body_signature) — the body that measured ops doing the same work per chunk
-    share, on the key's dtype or on any (an op nobody measured: TADDS prices like TMINS and TNEG). Rows fitted in
-    the smooth form carry their own d0..d3 and q."""
-    sources = [(src, *where) for src in ("key", "family", "body")[:3 if sig else 2] for where in _sources_of(key, sig, src)]
+    share, on the key's dtype or on any (an op nobody measured: TADDS prices like TMINS and TNEG); `_sources_of`
+    lists them. Rows fitted in the smooth form carry their own d0..d3 and q."""
+    sources = [(src, *where) for src in ("key", "family", "body")[:3 if sig else 2]
+               for where in _sources_of(key, sig, src)]
     for src, scope, name, fields in sources:
         p: dict[str, float] = {}
         own: dict[str, float] = {}
@@ -191,7 +192,7 @@ def source_row(table: ParamTable, key: dict[str, str], sig: str, src: str, term:
 
 
 def _sources_of(key: dict[str, str], sig: str, src: str) -> list[tuple[str, str, dict[str, str]]]:
-    """Return the (scope, name, fields) of the rows that may price a key from `src`, first first: its own op rows
+    """Return the (scope, name, fields) of the rows that may price a key from `src`, in the order tried: its own op rows
     ("key"); its family's ("family"; for TSELS first TSEL's own rows of the key's type and mask program, whose select
     programs it runs (inferred): the TSEL family rows copy one program's body, and a 1D f32 TSELS took the odd
     program's 7.8 cycles a chunk, 2.7x TSEL's even one; QA 51); the shared body's ("body")."""
