@@ -147,8 +147,11 @@ def body_signature(plan: Plan) -> str:
             stores += unit == "store"
             if unit == "vector":
                 ops["sfu" if ins.op in SFU_OPS else "cvt" if ins.op in CONVERT_OPS else "simple"] += 1
-        if around is not prog.body:  # loads a row loop issues once a row (a row-expand's broadcast of src1[r])
-            row_loads += sum(getattr(ins, "unit", "") == "load" for ins in around)
+        # loads a row loop issues once a row beside its chunk loop (a row-expand's broadcast of src1[r]); not a
+        # post-update row's tail chunk, issued after the loop with its own store
+        units = [getattr(ins, "unit", "") for ins in around]
+        if around is not prog.body and "store" not in units:
+            row_loads += units.count("load")
     busy = next((u for u in ("sfu", "cvt") if ops[u]), "simple")
     others = sum(ops.values()) - ops[busy]
     return (f"ld{loads} st{stores} {busy}{ops[busy]}" + (f" +{others}" if others > 1 else "")
