@@ -804,10 +804,10 @@ def fit_cmd(
 
         # a partial trace refines the pipeline table it replaces (the one in use where that does not exist yet)
         base = None if fresh else pipeline_output if Path(pipeline_output).is_file() else path_in_use()
-        from costmodel.models.params import path_in_use as formula_in_use
+        from fit.params_io import merge_base
 
         # and the formula table it merges into: the shared A5 terms it observes less are pulled toward its values
-        formula_base = None if fresh else output if Path(output).is_file() else formula_in_use()
+        formula_base = None if fresh else str(merge_base(output))
         run = fit_traces(traces, k=cv, model=model, group_by=cv_group, pipeline_base=base,
                          tolerance=repeat_tolerance, formula_base=formula_base)
     written = None

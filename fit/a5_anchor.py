@@ -22,7 +22,7 @@ import numpy as np
 from costmodel.models.a5_formula import A_TERMS, ADDRESS_FORM, D_TERMS, P_TERMS
 from costmodel.models.params import ParamRow
 
-from .a5_smooth_fit import BODY_TERMS, LOWER, OFFSET_PRIOR, UPPER
+from .a5_smooth_fit import BODY_TERMS, LOWER, OFFSET_PRIOR, UPPER, readable
 
 SMOOTH_SHARED = (*D_TERMS, "q")  # the dispatch terms and q every smooth-form key row carries
 
@@ -115,9 +115,7 @@ def anchor_values(table: TableShared, strategies: np.ndarray, addressed: int,
         anchor[f"a|{body}"] = forms[ref]["p0"] - anchor.get(f"off|{ref}", OFFSET_PRIOR[ref])
         for s, values in forms.items():  # 1D forms carry p0, p1, p5; 2D forms p0..p4
             anchor.update({f"{t}|{body}": values[p] for t, p in zip(BODY_TERMS[1:5], P_TERMS[1:5]) if p in values})
-        sig, dtype, dst = body.split("|")
-        named.append(" ".join([sig] + [x for x in (dtype, dst and f"-> {dst}") if x and x != "*"])
-                     + f" ({here} rows here, {there} there)")
+        named.append(f"{readable(body)} ({here} rows here, {there} there)")
     if named:
         said.append(f"the shared bod{'ies' if len(named) > 1 else 'y'} {', '.join(named)}")
     return anchor, said

@@ -24,7 +24,7 @@ from costmodel.models.a5_formula import NOT_ELEMENTWISE
 from costmodel.models.params import ParamRow
 
 from .a5_anchor import TableShared, anchor_values
-from .a5_smooth_fit import OFFSET_PRIOR, SmoothFit, body_of, fit_smooth, predict_smooth
+from .a5_smooth_fit import OFFSET_PRIOR, SmoothFit, body_of, fit_smooth, predict_smooth, readable
 from .linear import fit_linear, grouped_folds, one_blas_thread
 from .params_io import op_group
 from .metrics import summary
@@ -331,15 +331,6 @@ def _extent_rows(rows: Rows, idx, scope: str, name: str, dtype: str, dst: str, s
             for term, values in (("max_chunks", rows.C), ("max_rows", rows.R), ("max_row_chunks", np.ceil(rows.C / rows.R)))]
 
 
-def _readable(key: str, member: bool = False) -> str:
-    """A `|`-joined key as the report prints it: its fields with blanks and `*` left out (`ld2 st1 simple1|*|` ->
-    `ld2 st1 simple1`); a member key (op|dtype|dst|variant[|form]) with its conversion as `bf16->f16`."""
-    parts = key.split("|")
-    if member and len(parts) >= 3 and parts[2]:
-        parts = [parts[0], f"{parts[1]}->{parts[2]}", *parts[3:]]
-    return " ".join(p for p in parts if p and p != "*")
-
-
 def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, smooth: SmoothFit | None = None,
              smooth_ops: set[str] = frozenset()):
     """Parameter-table rows: per key, per family/form fallback and per-strategy dispatch bounds."""
@@ -373,7 +364,7 @@ def _to_rows(coef: dict, D: dict, rows: Rows, cv_pred: np.ndarray, source: str, 
                    for t, v in zip(fm.D_TERMS, (d0, d1, 0.0, d3)))
         out.extend(_extent_rows(rows, np.flatnonzero(sel), "op", key["name"], key["dtype"], key["dst_dtype"],
                                 key["strategy"], key["op_params"], src))
-        report.append({"parameter": f"{_readable(k0)}:", "n_obs": n, "cv_mape": cv,
+        report.append({"parameter": f"{readable(k0)}:", "n_obs": n, "cv_mape": cv,
                        **{t: (float(coef[f"{t}|{k0}"]) if t in terms else 0.0) for t in fm.P_TERMS}})
     strategies = {"1d": ("1d-post-update", "1d-no-post-update"), "2d": ("2d-post-update", "2d-no-post-update")}
     smooth_fams = {f for f, k in zip(rows.fam, rows.keys) if k["name"] in smooth_ops}
@@ -457,7 +448,7 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
         write("op", key["name"], key["dtype"], key["dst_dtype"], key["op_params"], key, strategies_of(key, measured), n,
               cv, lambda s, m=measured: src if s in m else f"{src}; body measured in {', '.join(sorted(m))} only", idx,
               follows=None if lead is key else group(lead))
-        label = _readable(member, True) + ("" if body == member else f" (curve {_readable(body)})")
+        label = readable(member, True) + ("" if body == member else f" (curve {readable(body)})")
         first = {**key, "strategy": sorted(measured)[0]}
         se = smooth.stderrs(first)
         report.append({"parameter": f"{label}, smooth, all forms:", "n_obs": n, "cv_mape": cv, "stderr": se["p1"],

@@ -143,6 +143,15 @@ def body_of(key: dict[str, str]) -> str:
     return "|".join([key.get("sig") or key["name"], body_dtype(key), key["dst_dtype"]])
 
 
+def readable(key: str, member: bool = False) -> str:
+    """A `|`-joined key as the report prints it: its fields with blanks and `*` left out (`ld2 st1 simple1|*|` ->
+    `ld2 st1 simple1`); a member key (op|dtype|dst|variant[|form]) with its conversion as `bf16->f16`."""
+    parts = key.split("|")
+    if member and len(parts) >= 3 and parts[2]:
+        parts = [parts[0], f"{parts[1]}->{parts[2]}", *parts[3:]]
+    return " ".join(p for p in parts if p and p != "*")
+
+
 def body_dtype(key: dict[str, str]) -> str:
     """Return the element type of the body a (non per-form) key shares: '*' for DTYPE_FREE_SIGS, a variant's
     borrowed type (BODY_DTYPE), else the key's own."""

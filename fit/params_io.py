@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from costmodel.models.a5_formula import family_body_dtype
-from costmodel.models.params import COLUMNS, FORMAT_VERSION, ParamRow, read_table
+from costmodel.models.params import COLUMNS, FORMAT_VERSION, ParamRow, path_in_use, read_table
 
 from costmodel.errors import PtoCostError
 from costmodel.wording import counted
@@ -152,13 +152,14 @@ def _extents(rows: list[ParamRow]) -> dict[tuple, dict[str, float]]:
     return out
 
 
-def own_verdicts(old: list[ParamRow], new: list[ParamRow]) -> dict[tuple, tuple[bool, int, int]]:
+def own_verdicts(old: list[ParamRow], new: list[ParamRow], whole: set[str]) -> dict[tuple, tuple[bool, int, int]]:
     """Return, per op body or intrinsic class the fit wrote (`_group`), (whether its rows replace the table's, the
     observations of the fit's and of the table's: the most any of its rows records). A group's rows are one fit's
     (coefficients, extents, every loop form or dtype), so they replace the table's together or not at all: where the
     table has none; when the fit observed it as often as the table did; or when it observed it at least MIN_OWN_OBS
     times over the chunks and rows the table's rows span (your measurements of an op are the ones to price it by,
-    once they can pin its curve where the table's could); never from no observation."""
+    once they can pin its curve where the table's could); never from no observation, except a guess replacing a
+    guess in a whole refit of its arch (`whole`: `_whole_refits`)."""
     n_old: dict[tuple, int] = {}
     n_new: dict[tuple, int] = {}
     for rows, n in ((old, n_old), (new, n_new)):
@@ -171,7 +172,6 @@ def own_verdicts(old: list[ParamRow], new: list[ParamRow]) -> dict[tuple, tuple[
         theirs, ours = reach_old.get(g, {}), reach_new.get(g, {})
         return all(ours[t] >= v for t, v in theirs.items() if t in ours)  # a fit that records no extent: unknown
 
-    whole = _whole_refits(old, new)
     return {g: (g not in n_old or (n > 0 and (n >= n_old[g] or (n >= MIN_OWN_OBS and spans(g))))
                 or (n == 0 and not n_old[g] and g[0] in whole), n, n_old.get(g, 0))
             for g, n in n_new.items()}
@@ -199,7 +199,8 @@ def held_keys(old: list[ParamRow], new: list[ParamRow]) -> tuple[dict, ...]:
     a key's: `ParamRow.follows`), what was kept: the key's fields, the table's and the fit's observations, and a
     sentence saying so."""
     new = _with_coefficients(new)
-    verdicts, whole = own_verdicts(old, new), _whole_refits(old, new)
+    whole = _whole_refits(old, new)
+    verdicts = own_verdicts(old, new, whole)
     reach_old, reach_new = _extents(old), _extents(new)
     out, seen = [], set()
     by_key = {_key(r): r for r in old}
@@ -262,7 +263,8 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow]
     last."""
     by_key = {_key(r): r for r in old}
     new = _with_coefficients(new)
-    verdicts, whole = own_verdicts(old, new), _whole_refits(old, new)
+    whole = _whole_refits(old, new)
+    verdicts = own_verdicts(old, new, whole)
     refit_classes = set()
     for r in new:
         if _replaces_row(r, by_key.get(_key(r)), verdicts, whole):
@@ -291,6 +293,13 @@ def merge_rows(old: list[ParamRow], new: list[ParamRow]) -> tuple[list[ParamRow]
                                              r.op_params, r.strategy) if x)
                         for r in merged if r.scope == "op" and id(r) not in fresh and _group(r) in replaced})
     return sorted(merged, key=lambda r: (r.arch, r.form)), kept, dropped, old_forms
+
+
+def merge_base(path: str | os.PathLike) -> Path:
+    """Return the table a fit written to `path` merges into (and refines, fit/a5_anchor.py): the file at `path`, or
+    where there is none the table in use (a new file is a whole table)."""
+    target = Path(path)
+    return target if target.exists() else Path(path_in_use())
 
 
 def check_params_path(path: str | os.PathLike, *, pipeline: bool = False) -> None:
@@ -335,12 +344,10 @@ def planned_table(rows: list[ParamRow], path: str | os.PathLike, *, merge: bool 
                   ) -> tuple[list[ParamRow], Written]:
     """Return (the rows `write_params` writes at `path`, what that write is: `Written`) without writing: `rows`
     merged into the table at `path`, or where there is none into the table in use."""
-    from costmodel.models.params import shipped
-
     target = Path(path)
     fresh, kept, held, dropped, old_forms, moved, discarded = {id(r) for r in rows}, 0, (), [], [], (), 0
     if merge:
-        old = (read_table(target) if target.exists() else shipped()).rows
+        old = read_table(merge_base(target)).rows
         held = held_keys(old, rows)
         rows, kept, dropped, old_forms = merge_rows(old, rows)
         moved = family_moves(old, [r for r in rows if id(r) in fresh])
