@@ -214,8 +214,10 @@ class IntrinsicModel:
             elif rows[0].scope == "intrinsic" and rows[0].dtype not in ("*", split_key(key)[2]):
                 twins.add((*split_key(key)[1:], rows[0].dtype))
         self.provenance = {"formula": rows_provenance(table, used)}
-        in_default = tuple(sorted({i.intrinsic for i in plan.body
-                                   if isinstance(i, VecOp) and cost_class(i.intrinsic) == "default"}))
+        in_default = ()  # the intrinsics the default class priced, named only for the note that needs them
+        if any(cls == "default" for cls, _ in unmeasured):
+            in_default = tuple(sorted({i.intrinsic for i in plan.body
+                                       if isinstance(i, VecOp) and cost_class(i.intrinsic) == "default"}))
         notes = [_unmeasured_note(cls, dt, measured_dtypes(table).get(cls, ()), in_default)
                  for cls, dt in sorted(unmeasured)]
         notes += [f"no measured {dt} row exercises {cls}: priced by its measured {other} row (the same width: its "
