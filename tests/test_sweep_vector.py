@@ -394,20 +394,21 @@ def test_groups_differing_in_the_scalar_only_are_priced_once(monkeypatch):
 
 
 def test_the_floor_at_a_contained_anchor_is_priced_alike_on_both_paths():
-    """TDIV f32 at 64x64 and 8x64 is floored at TRECIP's formula price (models/a5_anchored): the closed form, the
-    per-request path (its corrections remembered from the closed form, or not) and `estimate` give one price."""
-    frame = pd.DataFrame([{"op": op, "dtype": "f32", "arch": "a5", "rows": r, "cols": 64, "strategy": "all"}
-                          for op in ("TDIV", "TSUBRELU") for r in (64, 8, 3)])
+    """TDIV f32 at 64x64 and 8x64 is floored at TRECIP's formula price, TSUBRELU f16 at 64x64 at TSUB f16's, priced by
+    TSUB f32's rows (models/a5_anchored): the closed form, the per-request path (its corrections remembered from the
+    closed form, or not) and `estimate` give one price."""
+    frame = pd.DataFrame([{"op": op, "dtype": dtype, "arch": "a5", "rows": r, "cols": 64, "strategy": "all"}
+                          for op in ("TDIV", "TSUBRELU") for dtype in ("f32", "f16") for r in (64, 8, 3)])
     fast = sweep(frame)
     pd.testing.assert_frame_equal(fast, sweep(frame, vectorised=False), **SAME_VALUES)
+    floored = set()
     for row in fast.itertuples():
-        e = estimate(row.op, (row.rows, 64), "f32", "a5", strategy=row.strategy, verify=False)
+        e = estimate(row.op, (row.rows, 64), row.dtype, "a5", strategy=row.strategy, verify=False)
         assert (e.model, e.cycles) == (row.model, row.cycles)
-    floored = [row for row in fast.itertuples()
-               if "measured_subset_floor" in dict(estimate(row.op, (row.rows, 64), "f32", "a5",
-                                                           strategy=row.strategy, verify=False).breakdown)]
-    assert {(r.op, r.rows) for r in floored} >= {("TDIV", 64), ("TDIV", 8)}
-    assert all("never below the formula price of" in r.note for r in floored)
+        if "measured_subset_floor" in dict(e.breakdown):
+            floored.add((row.op, row.dtype, row.rows))
+            assert "never below the formula price of" in row.note
+    assert floored >= {("TDIV", "f32", 64), ("TDIV", "f32", 8), ("TSUBRELU", "f16", 64)}
 
 
 def test_per_request_anchored_rows_take_their_anchor_corrections_from_the_closed_form(monkeypatch):

@@ -16,7 +16,9 @@ left out in turn, this prices the left-out op at 1.5 % MAPE on average against 2
 An elementwise op is never priced below an anchor whose per-chunk work its own contains (`chunk_work`: TDIV's two
 loads, divide and store hold TRECIP's load, divide and store; TSUBRELU's hold TSUB's): such a chunk issues all the
 anchor's instructions and more, so it cannot take fewer cycles (inferred from costmodel.md §8: extra ops only add
-issue slots). The mean correction alone put TDIV f32 64x64 9.5 cycles below the measured TRECIP.
+issue slots). The mean correction alone put TDIV f32 64x64 9.5 cycles below the measured TRECIP. A measured op on
+a dtype nobody measured it on (TSUB f16, priced by TSUB f32's rows) is no anchor, but floors the ops that contain it
+all the same (`floors`): this tool's own price of the smaller op bounds the larger one's.
 """
 from __future__ import annotations
 
@@ -87,17 +89,18 @@ def anchor_request(op: str, req: Request, strategy: str, rows: int | None = None
                         static_valid=t.static_valid, strategy=strategy)
 
 
-def anchor_plans(req: Request, strategy: str, table: ParamTable, rows: int | None = None
-                 ) -> list[tuple[Request, Plan, tuple]]:
+def anchor_plans(req: Request, strategy: str, table: ParamTable, rows: int | None = None,
+                 ops: tuple[str, ...] | None = None, own: bool = True) -> list[tuple[Request, Plan, tuple]]:
     """Return (request, plan, (P, D) formula coefficients) of every anchor of `req` in loop form `strategy`: the
-    measured ops that take `req`'s tiles (their first `rows` rows) there and whose own formula key in `table` prices
-    them."""
+    measured ops (or those of `ops`) that take `req`'s tiles (their first `rows` rows) there and whose own formula
+    key in `table` prices them — or, with `own` False, whose family's or body's rows do (a measured op on a dtype
+    nobody measured it on: a floor, not an anchor)."""
     from .. import lower
     from .a5_features import body_signature
     from .a5_formula import key_of, lookup
 
     out = []
-    for op in _measured_ops(table):
+    for op in _measured_ops(table) if ops is None else ops:
         if op == req.op:
             continue
         try:
@@ -106,7 +109,7 @@ def anchor_plans(req: Request, strategy: str, table: ParamTable, rows: int | Non
         except PtoCostError:
             continue
         found = lookup(table, key_of(a, strategy), body_signature(p)) if p.strategy == strategy else None
-        if found is not None and found[2] == "key":
+        if found is not None and (found[2] == "key") == own:
             out.append((a, p, found[:2]))
     return out
 
@@ -123,6 +126,7 @@ class AnchoredPipeline:
         self.anchors: tuple[str, ...] = ()
         self._corrections: dict[tuple, Correction] = {}
         self._works: dict[tuple, tuple] = {}
+        self._floors: dict[tuple, tuple] = {}
 
     @property
     def table(self) -> ParamTable:
@@ -176,8 +180,32 @@ class AnchoredPipeline:
 
         key = (op, req.dtype.name, strategy)
         if key not in self._works:
-            self._works[key] = chunk_work(lower.lower(anchor_request(op, req, strategy), strategy))
+            try:
+                self._works[key] = chunk_work(lower.lower(anchor_request(op, req, strategy), strategy))
+            except PtoCostError:  # not on these tiles (another size may take it): no work, contained in nothing
+                return ()
         return self._works[key]
+
+    def floors(self, plan: Plan) -> tuple[tuple[float, str], ...]:
+        """Return (formula cycles, name) of each measured op that is no anchor of the plan — its own rows do not
+        price the plan's dtype, its family's or body's do — and whose per-chunk work the plan's contains, on the
+        plan's tiles and loop form: the op is never priced below what this tool says such an op costs either
+        (TSUBRELU f16 holds TSUB f16's work, priced by TSUB f32's rows, and sat 1 cycle below it)."""
+        req, strategy = plan.request, plan.strategy
+        if req.family in REDUCE_FAMILIES:
+            return ()
+        own = chunk_work(plan)
+        ops = tuple(n for n in _measured_ops(self.table) if n != req.op and n not in self.anchors
+                    and contains_work(own, self._anchor_work(n, req, strategy)))
+        if not ops:
+            return ()
+        key = (self._key(req, strategy), ops)
+        if key not in self._floors:
+            if len(self._floors) >= CORRECTIONS_KEPT:
+                self._floors.clear()
+            self._floors[key] = tuple((self.formula.cost(p)[0], a.op) for a, p, _ in
+                                      anchor_plans(req, strategy, self.table, ops=ops, own=False))
+        return self._floors[key]
 
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
         """Return (cycles, breakdown): the pipeline's parts plus the anchors' correction (and the lift to the
@@ -229,6 +257,7 @@ class AnchoredPipeline:
                                        else where))
         total, extra = cycles + corr, ((CORRECTION, corr),)
         inside = [(p, n) for p, n, c in zip(prices, self.anchors, self.contained(plan, self.anchors)) if c]
+        inside += self.floors(plan)
         if inside:
             floor, by = max(inside)
             floor_note = (f"; never below the formula price of {', '.join(n for _, n in inside)}, whose per-chunk "

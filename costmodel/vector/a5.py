@@ -187,6 +187,7 @@ class Anchor:
     buffers: tuple[tuple[int, int], ...]
     epr: int                          # its own elements per chunk (a conversion's can differ, §3 step 3)
     contained: bool = False           # the op's chunk work contains the anchor's: the op is never priced below it
+    corrects: bool = True             # False: a floor only (AnchoredPipeline.floors), not in the mean correction
 
 
 @dataclass
@@ -319,19 +320,23 @@ def anchor_correction(pipe: PipelineModel, make, strategy: str, anchors: tuple[A
     total = np.zeros(len(sh.vr))
     ok = np.ones(len(sh.vr), dtype=bool)
     prices = np.full((len(anchors), len(sh.vr)), np.nan)
-    for i, a in enumerate(anchors):
+    for i, a in sorted(enumerate(anchors), key=lambda x: not x[1].corrects):  # floors price the rows left
         def make_anchor(r, c, vr, vc, op=a.op):
             return anchor_request(op, make(r, c, vr, vc), strategy)
 
-        ok &= ub_need(list(a.buffers), sh, _A.ub_align_bytes) <= _A.ub_bytes
-        fit = np.flatnonzero(ok)
+        fits = ub_need(list(a.buffers), sh, _A.ub_align_bytes) <= _A.ub_bytes
+        if a.corrects:
+            ok &= fits
+        fit = np.flatnonzero(ok & fits)  # a floor that does not fit is left out, as the per-request path does
         if not len(fit):
-            break
-        p, cov = _pipeline(pipe, make_anchor, strategy, a.epr, sh.take(fit))
-        ok[fit] &= cov
-        prices[i, fit] = formula(*a.params, strategy, a.epr, sh.take(fit), tables.setdefault(("anchor", a.op), {}))
-        total[fit] += prices[i, fit] - p
-    return total / max(len(anchors), 1), ok, prices
+            continue
+        priced = formula(*a.params, strategy, a.epr, sh.take(fit), tables.setdefault(("anchor", a.op), {}))
+        if a.corrects:
+            p, cov = _pipeline(pipe, make_anchor, strategy, a.epr, sh.take(fit))
+            ok[fit] &= cov
+            total[fit] += priced - p
+        prices[i, fit] = priced
+    return total / max(sum(a.corrects for a in anchors), 1), ok, prices
 
 
 def warm_anchored(make, sh: Shapes, models) -> None:
@@ -363,7 +368,7 @@ def warm_anchored(make, sh: Shapes, models) -> None:
         try:
             if table is not None and all(x is not None for x in _formula_params(table, a, s)):
                 continue  # the formula prices the op in this form: no anchor is asked for
-            anchors = _anchors(a, s, anchored.table)
+            anchors = tuple(x for x in _anchors(a, s, anchored.table) if x.corrects)
         except PtoCostError:
             continue
         rows = np.flatnonzero(full if s.startswith("1d") else shaped)
@@ -410,9 +415,14 @@ def _anchors(rep: Request, strategy: str, table) -> tuple[Anchor, ...]:
     own formula key prices them there, marked where `rep`'s chunk work contains theirs (AnchoredPipeline.contained)."""
     found = anchor_plans(rep, strategy, table)
     own = chunk_work(lower_request(rep, strategy)) if rep.family not in REDUCE_FAMILIES else None
+    floors = []
+    if found and own is not None:  # AnchoredPipeline.floors: the measured ops its own rows do not price here
+        taken = {a.op for a, _, _ in found}
+        floors = [x for x in anchor_plans(rep, strategy, table, own=False)
+                  if x[0].op not in taken and contains_work(own, chunk_work(x[1]))]
     return tuple(Anchor(a.op, params, tuple((t.dtype.bits, 0) for _, t in a.tiles), plan.body[0].epr,
-                        own is not None and contains_work(own, chunk_work(plan)))
-                 for a, plan, params in found)
+                        own is not None and contains_work(own, chunk_work(plan)), corrects=i < len(found))
+                 for i, (a, plan, params) in enumerate(found + floors))
 
 
 CHUNK = 32768  # rows per evaluation of a formula-priced group: the temporaries stay in cache
