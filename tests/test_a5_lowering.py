@@ -464,10 +464,18 @@ def test_an_unmeasured_dtype_of_a_measured_op_names_the_dtype_that_prices_it():
     """TADD bf16 has no rows: it is priced by the TADD family's parameters, fitted on the dtype measured most (f32),
     and says so, not that TADD was never measured."""
     import costmodel
+    from costmodel.models.params import shipped
 
     est = costmodel.estimate("TADD", "64x64", "bf16", arch="a5", model="formula", verify=False)
-    assert "TADD bf16 was not measured: priced by the formula of TADD f32 (extrapolated across dtypes)" in est.notes
+    (note,) = [n for n in est.notes if "TADD bf16 was not measured" in n]
+    assert note.startswith("TADD bf16 was not measured: priced by the formula of TADD f32 (extrapolated across dtypes)")
     assert not any(n.startswith("TADD was not measured") for n in est.notes)
+    # the f32 rows it copies bound it as a key's own rows bound the key: 64 rows lie beyond them, 5 chunks do not
+    rows = int(shipped().lookup("a5", "vf", "op", "TADD", "max_rows", dtype="f32", strategy=est.strategy).value)
+    assert rows < 64 and "lie beyond the measured TADD f32 rows" in note
+    short = costmodel.estimate("TADD", "1x640", "bf16", arch="a5", model="formula", verify=False)
+    assert any("TADD bf16 was not measured" in n for n in short.notes)
+    assert not any("beyond the measured" in n for n in short.notes)
 
 
 def test_anchored_correction_is_shared_by_ops_on_the_same_tiles_but_never_anchors_an_op_on_itself(monkeypatch):

@@ -395,20 +395,26 @@ def test_groups_differing_in_the_scalar_only_are_priced_once(monkeypatch):
 
 def test_the_floor_at_a_contained_anchor_is_priced_alike_on_both_paths():
     """TDIV f32 at 64x64 and 8x64 is floored at TRECIP's formula price, TSUBRELU f16 at 64x64 at TSUB f16's, priced by
-    TSUB f32's rows (models/a5_anchored): the closed form, the per-request path (its corrections remembered from the
-    closed form, or not) and `estimate` give one price."""
+    TSUB f32's rows, and TADDSC i16 (no anchor: the pipeline alone) at TADD i16's (models/a5_anchored): the closed
+    form, the per-request path (its corrections remembered from the closed form, or not) and `estimate` give one
+    price."""
     frame = pd.DataFrame([{"op": op, "dtype": dtype, "arch": "a5", "rows": r, "cols": 64, "strategy": "all"}
-                          for op in ("TDIV", "TSUBRELU") for dtype in ("f32", "f16") for r in (64, 8, 3)])
+                          for op in ("TDIV", "TSUBRELU") for dtype in ("f32", "f16") for r in (64, 8, 3)]
+                         # no op measured on i16 anchors TADDSC: the pipeline alone, floored at TADD i16 at 128 rows
+                         + [{"op": "TADDSC", "dtype": "i16", "arch": "a5", "rows": r, "cols": 64, "strategy": "all",
+                             "scalar": 1} for r in (128, 8)])
     fast = sweep(frame)
     pd.testing.assert_frame_equal(fast, sweep(frame, vectorised=False), **SAME_VALUES)
     floored = set()
     for row in fast.itertuples():
-        e = estimate(row.op, (row.rows, 64), row.dtype, "a5", strategy=row.strategy, verify=False)
+        e = estimate(row.op, (row.rows, 64), row.dtype, "a5", strategy=row.strategy, verify=False,
+                     **({"scalar": 1} if row.op == "TADDSC" else {}))
         assert (e.model, e.cycles) == (row.model, row.cycles)
         if "measured_subset_floor" in dict(e.breakdown):
-            floored.add((row.op, row.dtype, row.rows))
+            floored.add((row.op, row.dtype, row.rows, row.model))
             assert "never below the formula price of" in row.note
-    assert floored >= {("TDIV", "f32", 64), ("TDIV", "f32", 8), ("TSUBRELU", "f16", 64)}
+    assert floored >= {("TDIV", "f32", 64, "anchored"), ("TDIV", "f32", 8, "anchored"),
+                       ("TSUBRELU", "f16", 64, "anchored"), ("TADDSC", "i16", 128, "pipeline")}
 
 
 def test_per_request_anchored_rows_take_their_anchor_corrections_from_the_closed_form(monkeypatch):
@@ -698,7 +704,8 @@ def test_sweep_notes_carry_the_models_caveats_alike_on_both_paths():
     extent passed, a TSEL trip parity)."""
     cases = [("TADD", "f32", "a5", 1, 640), ("TADD", "f32", "a5", 1, 1280), ("TADD", "f32", "a5", 64, 64),
              ("TADD", "f32", "a5", 4, 64), ("TRSQRT", "f32", "a5", 16, 64), ("TSEL", "f32", "a5", 3, 64),
-             ("TSEL", "f32", "a5", 2, 64), ("TEXPANDS", "u16", "a2a3", 64, 128), ("TSQRT", "f32", "a2a3", 64, 64)]
+             ("TSEL", "f32", "a5", 2, 64), ("TEXPANDS", "u16", "a2a3", 64, 128), ("TSQRT", "f32", "a2a3", 64, 64),
+             ("TADD", "bf16", "a5", 1, 1280), ("TADD", "bf16", "a5", 1, 2560)]
     frame = pd.DataFrame([{"op": op, "dtype": dt, "arch": arch, "rows": r, "cols": c, "strategy": s,
                            "in_place": "1" if op == "TSQRT" else "", "scalar": 1 if op == "TEXPANDS" else None}
                           for op, dt, arch, r, c in cases for s in ("default", "all", "2d-no-post-update")])
@@ -711,12 +718,15 @@ def test_sweep_notes_carry_the_models_caveats_alike_on_both_paths():
         for part in filter(None, str(row.note).split("; ")):  # each caveat is estimate's, trip counts aside
             words = part.replace("measured_op_correction", "").split(":")[0].split()
             assert all(w in said for w in words if not w.isdigit()), (row, part, said)
-    note = dict(zip(zip(fast.op, fast.rows, fast.cols, fast.default), fast.note.astype(str)))
-    assert "lie beyond the measured TADD f32 rows" in note[("TADD", 1, 1280, True)]
-    assert "beyond" not in note[("TADD", 1, 640, True)]
-    assert "corrected by measured_op_correction" in note[("TRSQRT", 16, 64, True)]
-    assert "priced by its measured f16 row" in note[("TEXPANDS", 64, 128, True)]
-    assert note[("TSQRT", 64, 64, True)].startswith("in place is priced like the out-of-place plan")
+    note = dict(zip(zip(fast.op, fast.dtype, fast.rows, fast.cols, fast.default), fast.note.astype(str)))
+    assert "lie beyond the measured TADD f32 rows" in note[("TADD", "f32", 1, 1280, True)]
+    assert "beyond" not in note[("TADD", "f32", 1, 640, True)]
+    # TADD bf16 is priced by the f32 rows' body, and bounded by their extent in chunks: 20 bf16 chunks lie beyond it
+    assert "lie beyond the measured TADD f32 rows" in note[("TADD", "bf16", 1, 2560, True)]
+    assert "beyond" not in note[("TADD", "bf16", 1, 1280, True)]
+    assert "corrected by measured_op_correction" in note[("TRSQRT", "f32", 16, 64, True)]
+    assert "priced by its measured f16 row" in note[("TEXPANDS", "u16", 64, 128, True)]
+    assert note[("TSQRT", "f32", 64, 64, True)].startswith("in place is priced like the out-of-place plan")
 
 
 def test_tiles_make_request_refuses_are_refused_in_closed_form_in_its_words(monkeypatch):

@@ -233,29 +233,18 @@ class AnchoredPipeline:
             self.name, self.source, self.source_note, self.group_note, self.anchors = "anchored", "", "", "", ()
             return cycles, ()
         corr, self.anchors, prices = self.correction(plan)
-        if not self.anchors:
+        if self.anchors:
+            self.name, self.source = "anchored", "anchors"
+            self.source_note, self.group_note = self._anchored_notes(plan.request, corr)
+            total, extra = cycles + corr, ((CORRECTION, corr),)
+        else:
             self.name, self.source = self.pipeline.name, ""
-            self.source_note = (f"the pipeline simulation alone: no measured op of {plan.request.dtype.name} takes "
-                                "these tiles in this loop form to anchor it" if _measured_ops(self.table) else
-                                "the pipeline simulation alone: the formula table in use has no A5 op rows to anchor "
-                                "it (a table fitted on A2/A3 traces only, or cut short?)")
-            self.group_note = self.source_note
-            return cycles, ()
-        self.name, self.source = "anchored", "anchors"
-        req = plan.request
-        where = "the same tiles"
-        if req.family in REDUCE_FAMILIES:
-            rows, valid = anchor_rows(req), anchor_tile(req).valid_rows
-            where = ("the source tile" if rows >= anchor_tile(req).rows else
-                     f"the first {rows} rows of the source tile (three tiles of it fit the unified buffer), scaled "
-                     f"to its {valid} valid rows")
-        what = (f"the mean formula - pipeline difference of the measured {', '.join(self.anchors)} in this loop form "
-                "on {}")
-        self.source_note = f"the pipeline simulation corrected by {corr:+.1f} cycles, {what.format(where)}"
-        self.group_note = ("the pipeline simulation corrected by measured_op_correction, " +
-                           what.format("the source tile, or the rows of it that fit" if req.family in REDUCE_FAMILIES
-                                       else where))
-        total, extra = cycles + corr, ((CORRECTION, corr),)
+            self.source_note = self.group_note = (
+                f"the pipeline simulation alone: no op measured on {plan.request.dtype.name} takes these tiles in "
+                "this loop form to anchor it" if _measured_ops(self.table) else
+                "the pipeline simulation alone: the formula table in use has no A5 op rows to anchor it (a table "
+                "fitted on A2/A3 traces only, or cut short?)")
+            total, extra = cycles, ()
         inside = [(p, n) for p, n, c in zip(prices, self.anchors, self.contained(plan, self.anchors)) if c]
         inside += self.floors(plan)
         if inside:
@@ -268,3 +257,17 @@ class AnchoredPipeline:
                 self.source_note += f" (raised to {by}'s {floor:.1f})"
                 total, extra = floor, extra + ((FLOOR, floor - total),)
         return total, extra
+
+    def _anchored_notes(self, req: Request, corr: float) -> tuple[str, str]:
+        """Return (the request's note, its group's) on the correction `corr` by the anchors: which, and on what."""
+        where = "the same tiles"
+        if req.family in REDUCE_FAMILIES:
+            rows, valid = anchor_rows(req), anchor_tile(req).valid_rows
+            where = ("the source tile" if rows >= anchor_tile(req).rows else
+                     f"the first {rows} rows of the source tile (three tiles of it fit the unified buffer), scaled "
+                     f"to its {valid} valid rows")
+        what = (f"the mean formula - pipeline difference of the measured {', '.join(self.anchors)} in this loop form "
+                "on {}")
+        return (f"the pipeline simulation corrected by {corr:+.1f} cycles, {what.format(where)}",
+                "the pipeline simulation corrected by measured_op_correction, " +
+                what.format("the source tile, or the rows of it that fit" if req.family in REDUCE_FAMILIES else where))

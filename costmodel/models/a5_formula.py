@@ -258,6 +258,24 @@ def extent_limits(table: ParamTable, key: dict[str, str], sig: str) -> tuple[int
     return chunks, rows, int(most["max_row_chunks"].value) if most["max_row_chunks"] is not None else chunks
 
 
+def measured_key(table: ParamTable, key: dict[str, str], sig: str, src: str) -> dict[str, str] | None:
+    """Return the measured key whose rows the parameters `lookup` found for `key` from `src` were fitted on — the key
+    itself; for a family price, the op's dtype the family's body copies (`family_body_dtype`), or the other op whose
+    own rows priced it (TSELS: TSEL's) — so its measured extent bounds the price too; None where no one key's rows
+    did (a body shared by several ops, a conversion family)."""
+    if src == "key":
+        return key
+    row = source_row(table, key, sig, src) if src == "family" and key["name"] != "TCVT" else None
+    if row is None:
+        return None
+    if row.scope == "op":
+        return {**key, "name": row.name}
+    dtype = family_body_dtype(row.source)
+    family = family_of(key)
+    same_op = family == key["name"] or family.startswith(key["name"] + ":")
+    return {**key, "dtype": dtype} if dtype and same_op else None
+
+
 def beyond_extent(limits: tuple[int, int, int], chunks, rows, dim: str):
     """Return whether a program of `chunks` chunks in `rows` rows (scalars or arrays) runs beyond `limits`
     (`extent_limits`)."""
@@ -419,7 +437,8 @@ class A5FormulaModel:
                             "body": f"{key['name']} was not measured: priced by the formula of the measured ops "
                                     f"whose chunks do the same work (body {sig})"}[src]
         chunk_size = _other_chunk_size(table, key, plan) if src == "family" and key["name"] == "TCVT" else ""
-        extra = _beyond_extent(table, key, sig, t) if src == "key" else (chunk_size, chunk_size)
+        measured = measured_key(table, key, sig, src)
+        extra = _beyond_extent(table, measured, sig, t) if measured is not None else (chunk_size, chunk_size)
         if t.flat and t.per_row >= 2:  # the flat-row term, not the row overhead of rows of several chunks, priced it
             extra = ("; ".join(x for x in (extra[0], FLAT_ROWS) if x), extra[1])
         base = self.source_note

@@ -41,7 +41,7 @@ from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..lower.alloc import buffers_end
 from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request
 from ..models.a5_features import body_signature, chunk_work, contains_work
-from ..models.a5_formula import A5FormulaModel, beyond_extent, extent_limits, key_of, lookup
+from ..models.a5_formula import A5FormulaModel, beyond_extent, extent_limits, key_of, lookup, measured_key
 from ..models.a5_formula import cycles as formula_cycles
 from ..models.a5_pipeline import PipelineModel
 from ..models.auto import FormulaThenPipeline
@@ -405,8 +405,9 @@ def _formula_params(table, src: Request, strategy: str, extents: list | None = N
     variants = SELECT_VARIANTS if key["op_params"] in SELECT_VARIANTS else (key["op_params"],)
     found = [lookup(table, {**key, "op_params": v}, sig) for v in variants]
     if extents is not None:
-        extents += [extent_limits(table, {**key, "op_params": v}, sig) if x is not None and x[2] == "key" else None
+        measured = [measured_key(table, {**key, "op_params": v}, sig, x[2]) if x is not None else None
                     for v, x in zip(variants, found)]
+        extents += [extent_limits(table, k, sig) if k is not None else None for k in measured]
     return found
 
 
@@ -416,7 +417,7 @@ def _anchors(rep: Request, strategy: str, table) -> tuple[Anchor, ...]:
     found = anchor_plans(rep, strategy, table)
     own = chunk_work(lower_request(rep, strategy)) if rep.family not in REDUCE_FAMILIES else None
     floors = []
-    if found and own is not None:  # AnchoredPipeline.floors: the measured ops its own rows do not price here
+    if own is not None:  # AnchoredPipeline.floors: the measured ops whose own rows do not price them here
         taken = {a.op for a, _, _ in found}
         floors = [x for x in anchor_plans(rep, strategy, table, own=False)
                   if x[0].op not in taken and contains_work(own, chunk_work(x[1]))]
@@ -483,7 +484,8 @@ def prepare(rep: Request, make, models) -> Prepared | None:
                 else:
                     if anchor_table is not None:
                         f.anchors = _anchors(src, s, anchor_table)
-                    f.model = ("anchored" if f.anchors else pipe.name) if pipe is not None else formula_model.name
+                    f.model = (("anchored" if any(x.corrects for x in f.anchors) else pipe.name) if pipe is not None
+                               else formula_model.name)
             forms.append(f)
     except PtoCostError:
         return None
