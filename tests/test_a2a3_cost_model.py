@@ -95,3 +95,19 @@ def test_an_unmeasured_class_note_says_where_its_price_comes_from():
     # the intrinsic is named, and why its mode prices below ne's (QA 50: eq 39 and ne 68 cycles, the note silent)
     assert note.startswith("vcmpv_lt has no stub row of its own") and "default-class constants" in note
     assert "vcmpv_ne and vcmpv_ge, which have their own, cost more" in note
+
+
+@pytest.mark.parametrize("op, shape, dtype, intrinsic", [("TABS", (16, 256), "f16", "vabs"),
+                                                         ("TMINS", (64, 64), "f16", "vmins")])
+def test_an_estimate_states_the_held_out_error_of_the_measured_class_it_used(op, shape, dtype, intrinsic):
+    """The typical error is the class row's own cross-validated error and count; a class measured on one row says so
+    and calls it a weak guide, as an A5 key's note does (QA 52: one row was called 'each predicted ...')."""
+    from costmodel.models.params import shipped
+
+    row = shipped().lookup("a2a3", "intrinsic", "intrinsic", intrinsic, "per_repeat", dtype=dtype)
+    (note,) = [n for n in costmodel.estimate(op, shape, dtype, verify=False).notes if n.startswith("typical error")]
+    assert note.startswith(f"typical error {row.cv_mape:.1f} %") and f" {intrinsic} {dtype}, " in note
+    if row.n_obs == 1:
+        assert "from the one measured row" in note and "weak guide" in note and "each" not in note
+    else:
+        assert f"on the {row.n_obs} measured rows that use" in note and "weak guide" not in note

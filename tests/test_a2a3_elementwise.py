@@ -364,3 +364,20 @@ def test_the_default_modes_note_says_why_and_what_a_static_valid_shape_would_emi
     other = estimate(op, shape, "f16", strategy=forced, verify=False)
     assert any(n.startswith(f"{forced} as asked; the default would be {e.strategy} by costmodel.md §6")
                for n in other.notes)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+def test_taxpy_reads_two_tiles_a_repeat_and_is_priced_so(dtype):
+    """costmodel.md §5 gives vaxpy the binary class's 2 cycles a repeat: it reads src0 and dst as vadd reads two tiles,
+    so TAXPY (one vaxpy) grows with the repeats as TADD does and never costs less than TMULS, which reads one tile
+    with the same scalar (QA 52: priced with the tile-scalar ops, TAXPY f32 16x200 sat 18 % below TMULS)."""
+    from costmodel import estimate
+
+    def cycles(op, shape, **kw):
+        return estimate(op, shape, dtype, verify=False, **kw).cycles
+
+    for shape in ((64, 64), (16, 208), (8, 512), (1, 1024), (128, 128)):
+        assert cycles("TAXPY", shape, scalar=0.5) >= cycles("TMULS", shape, scalar=0.5), shape
+    rise = {op: cycles(op, (128, 128), **kw) - cycles(op, (64, 128), **kw)
+            for op, kw in (("TAXPY", {"scalar": 0.5}), ("TADD", {}), ("TMULS", {"scalar": 0.5}))}
+    assert abs(rise["TAXPY"] - rise["TADD"]) < abs(rise["TAXPY"] - rise["TMULS"])

@@ -19,7 +19,6 @@ from ..flags import truthy
 from ..isa_a2a3 import (FULL_MASK, Addr, CopyGmToUb, CopyUB, CopyUbToGm, PipeBarrier, ScalarLoop, ScalarMove, SetMaskMode,
                         SetSaturation, SetVectorMask, TransposeMove, VecOp, intrinsic_table)
 from ..plan import Plan
-from ..wording import counted
 from . import provenance
 from .params import ParamRow, ParamTable, shipped
 
@@ -236,8 +235,11 @@ def typical_error(rows) -> str:
         return ""
     worst = max(measured, key=lambda r: (r.cv_mape, r.name, r.dtype))
     what = f"{worst.name}{'' if worst.dtype == '*' else ' ' + worst.dtype}"
-    return (f"typical error {worst.cv_mape:.1f} %: the mean error on the {counted(worst.n_obs, 'measured row')} that "
-            f"use{'s' if worst.n_obs == 1 else ''} {what}, each predicted by a fit that did not see its tile shape")
+    if worst.n_obs == 1:  # as an A5 key's note on one row (a5_formula.py)
+        return (f"typical error {worst.cv_mape:.1f} %, from the one measured row that uses {what}, predicted by a fit "
+                "that did not see its tile shape (one row: a weak guide)")
+    return (f"typical error {worst.cv_mape:.1f} %: the mean error on the {worst.n_obs} measured rows that use {what}, "
+            "each predicted by a fit that did not see its tile shape")
 
 
 def in_place_note(req) -> str:
