@@ -167,6 +167,12 @@ def make_request(op: str, shape: Any = None, dtype: Any = "f16", *, arch: str = 
                              "accepted")
     sv = flag(static_valid, "static_valid")
     if fam == "block_reduce":
+        # a raw-buffer API (isa.md §5): what it reads is --repeat, --mask and the strides; a valid region would be
+        # echoed and ignored (QA 53)
+        region = parse_shape(valid, what="valid", allow_zero=True) if valid is not None and valid != "" else None
+        if sv or (region is not None and (shape is None or region != parse_shape(shape))):
+            raise ParamError(f"{inst.name} reads a raw buffer through --repeat, --mask and the strides: it has no valid "
+                             "region; drop --valid and --static-valid")
         tiles, params = _block_reduce_tiles(inst, dt, shape, params)
     elif fam in ("row_reduce", "col_reduce", "convert", "data_movement"):
         tiles, params = _reduce_convert_move_tiles(inst, arch, dt, dst_dt, shape, valid, sv, params)
@@ -324,7 +330,9 @@ def _block_reduce_tiles(inst, dt, shape, params):
         default_repeat = 1
     repeat = count(params.get("repeat", default_repeat), "repeat")
     if not 1 <= repeat <= 255:
-        raise ParamError(f"repeat {repeat} is out of range: BlockReduce takes 1..255 repeats")
+        why = "" if "repeat" in params else (f" (the {src.rows}x{src.cols} src holds {repeat} repeats of {epr} "
+                                             "elements; give --repeat, or a smaller --shape)")
+        raise ParamError(f"repeat {repeat} is out of range: BlockReduce takes 1..255 repeats{why}")
     dst_rep = count(params.get("dst_rep_stride", 1), "dst_rep_stride")
     blk = count(params.get("src_blk_stride", 1), "src_blk_stride")
     rep = count(params.get("src_rep_stride", 8), "src_rep_stride")

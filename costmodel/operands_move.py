@@ -86,10 +86,21 @@ def check_same_type(inst: Instruction, arch: str, dt: DType, dst_dt: DType) -> N
     raise ParamError(f"{inst.name} {where} keeps the element type{acc}; got {dt}->{dst_dt}")
 
 
+# the data-movement parameters each modelled op reads (operands.PARAM_FAMILIES admits them for the whole family): a
+# DN source given to TLOAD would be echoed and priced as ND (QA 53)
+MOVE_PARAMS = {"TLOAD": ("gm_shape", "pad", "gm_dynamic", "layout"), "TSTORE": ("gm_shape", "layout"),
+               "TMOV": ("src_layout", "dst_layout", "src_loc", "dst_loc")}
+
+
 def data_movement_tiles(inst: Instruction, dt: DType, dst_dt: DType | None, shape: Any, valid: Any, sv: bool,
                         params: dict):
     """Return ([dst, src], params) for TLOAD (dst UB tile, src GM), TSTORE (dst GM, src UB tile) or TMOV (a
     converting move was refused by make_request's `check_same_type`)."""
+    if inst.name in MOVE_PARAMS:
+        for key in sorted(set(params) & {k for keys in MOVE_PARAMS.values() for k in keys}):
+            if key not in MOVE_PARAMS[inst.name]:
+                readers = [op for op, keys in MOVE_PARAMS.items() if key in keys]
+                raise ParamError(f"{key} is read by {', '.join(readers)} among the data movement ops, not {inst.name}")
     if inst.name == "TLOAD":
         tile, gm, params = _transfer_tiles(inst, dt, shape, valid, sv, params)
         params["pad"] = pad_name(params.get("pad"))

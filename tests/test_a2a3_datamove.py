@@ -3,6 +3,7 @@
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -148,6 +149,29 @@ def test_tmov_rejects_non_vec_and_type_changes():
             request(op, "16x16", src, dst_dtype=dst)
     with pytest.raises(ParamError, match="TSTORE from a Vec tile to GM keeps"):
         request("TSTORE", "16x16", "f32", dst_dtype="f16")
+
+
+@pytest.mark.parametrize("op, key, value, readers", [
+    ("TLOAD", "src_layout", "dn", "TMOV"), ("TLOAD", "dst_layout", "nz", "TMOV"), ("TSTORE", "pad", "max", "TLOAD"),
+    ("TSTORE", "gm_dynamic", True, "TLOAD"), ("TMOV", "pad", "max", "TLOAD"),
+    ("TMOV", "gm_shape", "1x1x1x16x64", "TLOAD, TSTORE")])
+def test_a_data_movement_parameter_another_op_reads_is_refused(op, key, value, readers):
+    """A DN source given to TLOAD was echoed in the request and priced as the ND load (QA 53): the data-movement ops
+    share a family, so the family check let every one of them take the others' parameters."""
+    with pytest.raises(ParamError, match=rf"^{key} is read by {readers} among the data movement ops, not {op}$"):
+        request(op, "16x64", "f32", **{key: value})
+    frame = predict_frame(pd.DataFrame([{"op": op, "arch": "a2a3", "dtype": "f32", "rows": 16, "cols": 64, key: value}]))
+    assert np.isnan(frame.loc[0, "predicted_cycles"]) and f"{key} is read by {readers}" in frame.loc[0, "note"]
+
+
+def test_a_transpose_says_its_sequence_and_price_are_inferred():
+    import costmodel
+
+    moved = costmodel.estimate("TMOV", "64x128", "f32", src_layout="nd", dst_layout="dn", verify=False)
+    copied = costmodel.estimate("TMOV", "64x128", "f32", dst_layout="nz", verify=False)
+    assert moved.strategy == "Transpose" and any("Transpose is one scatter_vnchwconv pass" in n and "inferred" in n
+                                                for n in moved.notes)
+    assert not any("scatter_vnchwconv" in n for n in copied.notes)
 
 
 def test_broken_tload_plan_is_reported():

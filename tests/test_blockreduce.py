@@ -73,3 +73,19 @@ def test_emulated_plan_matches_golden(op, dt, repeat, blk, rep, dst_rep, mask_bi
                   dst_rep_stride=dst_rep)
     v = verify(lower.lower(req), seed=seed)
     assert v.ok, (v.note, v.mismatches)
+
+
+def test_a_valid_region_is_refused_and_a_derived_repeat_says_where_it_came_from():
+    """BlockReduce reads a raw buffer (isa.md §5): a valid region or a static one would be echoed and ignored (QA 53);
+    one equal to the whole tile, as a trace row carries, says nothing and is taken."""
+    from costmodel.errors import ParamError
+
+    for kw in ({"valid": "2x64"}, {"valid": "0x3"}, {"static_valid": True}):
+        with pytest.raises(ParamError, match="has no valid region; drop --valid and --static-valid"):
+            request("BlockReduceMax", "4x128", "f16", **kw)
+    whole = request("BlockReduceMax", "4x128", "f16", valid="4x128")
+    assert whole == request("BlockReduceMax", "4x128", "f16")
+    with pytest.raises(ParamError, match=r"repeat 300 is out of range.*the 300x128 src holds 300 repeats of 128"):
+        request("BlockReduceMax", "300x128", "f16")
+    with pytest.raises(ParamError, match=r"repeat 300 is out of range: BlockReduce takes 1..255 repeats$"):
+        request("BlockReduceMax", "300x128", "f16", repeat=300)

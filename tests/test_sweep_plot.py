@@ -372,13 +372,13 @@ def test_a_sweep_output_is_a_cases_file_predict_reproduces(tmp_path):
 def test_parquet_outputs_are_typed_without_loss(tmp_path):
     spec = tmp_path / "s.json"
     spec.write_text(json.dumps({"ops": ["BlockReduceSum"], "rows": 16, "cols": 64,
-                                "params": {"mask": [64, "0xffff:0xffff"], "static_valid": [True, "maybe"]}}))
+                                "params": {"mask": [64, "0xffff:0xffff"], "static_valid": [False, "maybe"]}}))
     out = tmp_path / "s.parquet"
     r = run("sweep", str(spec), "-o", str(out))
     assert r.returncode == 0, r.stderr
     got = pd.read_parquet(out)
     assert got["mask"].astype(str).tolist() == ["64", "64", "0xffff:0xffff", "0xffff:0xffff"]
-    assert got["static_valid"].astype(str).tolist() == ["True", "maybe"] * 2 and got["cycles"].notna().sum() == 2
+    assert got["static_valid"].astype(str).tolist() == ["False", "maybe"] * 2 and got["cycles"].notna().sum() == 2
     cases = tmp_path / "c.csv"
     cases.write_text("arch,op,dtype,rows,cols,case_id,ver,n\na2a3,TMINS,f16,64,64,007,1.10,5\na2a3,TMINS,f16,,64,010,2.00,\n")
     out = tmp_path / "c.parquet"

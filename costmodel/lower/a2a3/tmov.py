@@ -111,4 +111,11 @@ def lower(req: Request, strategy: str) -> Plan:
         else:
             kind = TransposeMove if strategy == "Transpose" else ScalarMove
             body = [kind(dst.dtype.name, Addr("dst"), Addr("src"), vr, vc, dst.layout, src.layout, dst.shape, src.shape)]
-    return Plan("a2a3", req.op, strategy, req, allocate("a2a3", list(req.tiles)), tuple(body))
+    notes = (TRANSPOSE_NOTE,) if strategy == "Transpose" else ()
+    return Plan("a2a3", req.op, strategy, req, allocate("a2a3", list(req.tiles)), tuple(body), notes)
+
+
+# what a Transpose plan rests on (module doc), said where it is priced (QA 53: only this file said so)
+TRANSPOSE_NOTE = ("Transpose is one scatter_vnchwconv pass over the tile's blocks, priced as a UB copy of those "
+                  "blocks (inferred: the reference does not give the sequence PTO emits; every Vec->Vec layout pair "
+                  "measured, TMOV 64x128 f32, costs what a copy of the tile does)")
