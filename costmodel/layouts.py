@@ -68,5 +68,7 @@ def alignment_problem(layout: str, rows: int, cols: int, bits: int) -> str | Non
         return None if (rows * bits) % 256 == 0 else f"a col-major column is {rows * bits / 8:g} B, not a multiple of 32 B"
     ir_n, ic_n = inner_box(layout, esize)
     if cols % ic_n or rows % ir_n:
-        return f"{layout} boxes are {ir_n}x{ic_n} elements; rows must be a multiple of {ir_n} and cols of {ic_n}"
+        return (f"{layout} boxes are {ir_n}x{ic_n} elements; rows must be a multiple of {ir_n} and cols of {ic_n} "
+                "(modelled for whole boxes only: isa.md §1.1 lets a Vec tile's rows end inside a box, where its "
+                "offset formula, with Rows/InnerRows boxes a column, does not place every element)")
     return None

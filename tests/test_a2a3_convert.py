@@ -166,3 +166,19 @@ def test_table_intrinsics_round_by_their_letter_and_follow_the_saturation_bit(in
     src[0, :4] = [2.7, -2.7, -0.5, 40000.0]
     got = emulate(replace(p, body=(SetSaturation(saturate), call, SetSaturation(True))), {"src": src})
     assert got[0, :4].tolist() == rounded + [big]
+
+
+@pytest.mark.parametrize("shape, valid, dst", [("64x64", None, "f32"), ("16x128", "16x100", "f32"), ("4x64", None, "i8")])
+def test_a_conversion_says_why_its_default_mode_was_chosen(shape, valid, dst):
+    """TCVT takes the unary §6 rule (QA 53: compare and estimate said nothing of why the default); a forced mode says
+    what the default would have been."""
+    import costmodel
+
+    e = costmodel.estimate("TCVT", shape, "f16", dst_dtype=dst, valid=valid, verify=False)
+    assert e.strategy == lower.resolve_strategy(request("TCVT", shape, "f16", dst_dtype=dst, valid=valid))[0]
+    (why,) = [n for n in e.notes if "costmodel.md §6" in n]
+    assert why.startswith(f"{e.strategy} by costmodel.md §6: ")
+    other = next(s for s in lower.legal_strategies(e.request) if s != e.strategy)
+    forced = costmodel.estimate("TCVT", shape, "f16", dst_dtype=dst, valid=valid, strategy=other, verify=False)
+    assert any(n.startswith(f"{other} as asked; the default would be {e.strategy} by costmodel.md §6")
+               for n in forced.notes)

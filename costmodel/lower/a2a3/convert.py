@@ -16,7 +16,7 @@ from ...request import Request
 from ...tiles import Tile
 from ..alloc import allocate
 from . import modes
-from .elementwise import default_mode, legal_modes
+from .elementwise import default_mode, legal_modes, mode_note
 from .modes import Step, Stream
 
 _SCRATCH_NAMES = ("tmp", "tmp2")
@@ -77,5 +77,8 @@ def lower(req: Request, strategy: str) -> Plan:
     if not saturating:
         body.append(SetSaturation(True))
     buffers = allocate("a2a3", list(req.tiles), scratch)
-    notes = mode_notes("a2a3", req.dtype.name, req.dst.dtype.name, req.param("round_mode"), req.param("saturation"))
+    # the unary rule at the EPR `strategies` picks the default with: the narrowest step's
+    why = mode_note("unary", req, min(s.epr for s, _ in steps), strategy)
+    notes = (why, *mode_notes("a2a3", req.dtype.name, req.dst.dtype.name, req.param("round_mode"),
+                              req.param("saturation")))
     return Plan("a2a3", req.op, strategy, req, buffers, tuple(body), notes)

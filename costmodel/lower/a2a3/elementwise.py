@@ -116,6 +116,14 @@ def legal_modes(rule: str, req: Request, epr: int) -> dict[str, str | None]:
 SCALAR_LOOP = "ScalarLoop"
 
 
+def mode_note(rule: str, req: Request, epr: int, strategy: str) -> str:
+    """Return the note on why the §6 rule `rule` picks the request's default mode, and that `strategy` was forced if
+    it is not that mode."""
+    default, why = default_choice(rule, req, epr)
+    why = f"{default} by costmodel.md §6: {why}"
+    return why if strategy == default else f"{strategy} as asked; the default would be {why}"
+
+
 def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
     """Return (default strategy, {strategy: None or reason it is illegal})."""
     row = lowering_row(req)
@@ -142,9 +150,7 @@ def lower(req: Request, strategy: str) -> Plan:
     buffers, body, fallback = sequence.issue(req, row, mode)
     notes = []
     if strategy not in named and row.rule != "scalar_loop":  # why the default (costmodel.md §6), as A5 plans say
-        default, why = default_choice(row.rule, req, epr_of(req, row))
-        why = f"{default} by costmodel.md §6: {why}"
-        notes.append(why if strategy == default else f"{strategy} as asked; the default would be {why}")
+        notes.append(mode_note(row.rule, req, epr_of(req, row), strategy))
     if strategy in named:
         notes.append(f"{strategy}: the sequence of data/a2a3_lowering.csv ({row.source}) issued in mode {mode}")
     if fallback:
