@@ -456,15 +456,14 @@ def _smooth_rows(smooth: SmoothFit, rows: Rows, ape: np.ndarray, src: str, ops: 
                        **{f"bound_{t}": held for t, held in smooth.bounded(first).items() if t in fm.P_TERMS}})
     # an op nobody measured falls back to the body that measured ops doing the same work per chunk share (their
     # deviations left out): leave-one-op-out, such a body predicts each pooled op within 0.9-2.6 % MAPE
-    bodies: dict[str, tuple[int, dict]] = {}
+    bodies: dict[str, tuple[list[int], dict]] = {}
     for member, key in sorted(seen.items()):  # a body's rows name its first member by name
         if key["name"] not in PER_FORM_BODIES and key.get("sig"):
-            body = body_of(key)
-            n, first = bodies.get(body, (0, key))
-            bodies[body] = (n + len(member_rows[member]), first)
-    for body, (n, key) in sorted(bodies.items()):
-        write("body", key["sig"], body_dtype(key), key["dst_dtype"], "", {**key, "name": ""}, forms["1d"] + forms["2d"], n,
-              None, lambda s: f"{src}; body shared by the measured ops of this work")
+            idx, first = bodies.get(body_of(key), ([], key))
+            bodies[body_of(key)] = (idx + member_rows[member], first)
+    for body, (idx, key) in sorted(bodies.items()):  # with the extent its members were measured over, as a key's
+        write("body", key["sig"], body_dtype(key), key["dst_dtype"], "", {**key, "name": ""}, forms["1d"] + forms["2d"],
+              len(idx), None, lambda s: f"{src}; body shared by the measured ops of this work", sorted(idx))
     # the address bound (models/a5_formula.py), shared by every op: its start includes the loop form's offset like
     # every other start written here
     form, n_form = fm.ADDRESS_FORM, int((rows.strategy == fm.ADDRESS_FORM).sum())

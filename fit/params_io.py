@@ -138,8 +138,8 @@ def _group(r: ParamRow) -> tuple:
 def _with_coefficients(new: list[ParamRow]) -> list[ParamRow]:
     """`new` without the extent rows of an A5 loop form the fit wrote no coefficients for (an extent is read with its
     form's coefficients, so alone it would pair with the table's)."""
-    priced = {_key(r)[:-1] for r in new if r.scope == "op" and r.term not in EXTENT_TERMS}
-    return [r for r in new if not (r.scope == "op" and r.term in EXTENT_TERMS and _key(r)[:-1] not in priced)]
+    priced = {_key(r)[:-1] for r in new if r.scope in ("op", "body") and r.term not in EXTENT_TERMS}
+    return [r for r in new if not (r.scope in ("op", "body") and r.term in EXTENT_TERMS and _key(r)[:-1] not in priced)]
 
 
 def _extents(rows: list[ParamRow]) -> dict[tuple, dict[str, float]]:

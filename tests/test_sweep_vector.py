@@ -705,7 +705,8 @@ def test_sweep_notes_carry_the_models_caveats_alike_on_both_paths():
     cases = [("TADD", "f32", "a5", 1, 640), ("TADD", "f32", "a5", 1, 1280), ("TADD", "f32", "a5", 64, 64),
              ("TADD", "f32", "a5", 4, 64), ("TRSQRT", "f32", "a5", 16, 64), ("TSEL", "f32", "a5", 3, 64),
              ("TSEL", "f32", "a5", 2, 64), ("TEXPANDS", "u16", "a2a3", 64, 128), ("TSQRT", "f32", "a2a3", 64, 64),
-             ("TADD", "bf16", "a5", 1, 1280), ("TADD", "bf16", "a5", 1, 2560)]
+             ("TADD", "bf16", "a5", 1, 1280), ("TADD", "bf16", "a5", 1, 2560), ("TABS", "f32", "a5", 1, 640),
+             ("TABS", "f32", "a5", 128, 128)]
     frame = pd.DataFrame([{"op": op, "dtype": dt, "arch": arch, "rows": r, "cols": c, "strategy": s,
                            "in_place": "1" if op == "TSQRT" else "", "scalar": 1 if op == "TEXPANDS" else None}
                           for op, dt, arch, r, c in cases for s in ("default", "all", "2d-no-post-update")])
@@ -724,6 +725,10 @@ def test_sweep_notes_carry_the_models_caveats_alike_on_both_paths():
     # TADD bf16 is priced by the f32 rows' body, and bounded by their extent in chunks: 20 bf16 chunks lie beyond it
     assert "lie beyond the measured TADD f32 rows" in note[("TADD", "bf16", 1, 2560, True)]
     assert "beyond" not in note[("TADD", "bf16", 1, 1280, True)]
+    # TABS, measured by nobody, is priced by the body measured ops share (TMINS, TNEG: a load, a simple op, a store),
+    # and bounded by where they were measured
+    assert "lie beyond the measured body ld1 st1 simple1 rows" in note[("TABS", "f32", 128, 128, True)]
+    assert "beyond" not in note[("TABS", "f32", 1, 640, True)]
     assert "corrected by measured_op_correction" in note[("TRSQRT", "f32", 16, 64, True)]
     assert "priced by its measured f16 row" in note[("TEXPANDS", "u16", 64, 128, True)]
     assert note[("TSQRT", "f32", 64, 64, True)].startswith("in place is priced like the out-of-place plan")

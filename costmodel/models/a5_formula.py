@@ -248,32 +248,37 @@ def _other_chunk_size(table: ParamTable, key: dict[str, str], plan: Plan) -> str
             "per-chunk and per-row costs are carried over to chunks of another size")
 
 
-def extent_limits(table: ParamTable, key: dict[str, str], sig: str) -> tuple[int, int, int] | None:
-    """Return the most (chunks, rows, chunks a row) any measured row of the key ran in its loop form, as the fit
-    recorded them (None: no extent recorded)."""
-    most = {term: source_row(table, key, sig, "key", term) for term in ("max_chunks", "max_rows", "max_row_chunks")}
+def extent_limits(table: ParamTable, key: dict[str, str], sig: str, src: str = "key") -> tuple[int, int, int] | None:
+    """Return the most (chunks, rows, chunks a row) any measured row of the key (or of the body it shares, `src`
+    "body") ran in its loop form, as the fit recorded them (None: no extent recorded)."""
+    most = {term: source_row(table, key, sig, src, term) for term in ("max_chunks", "max_rows", "max_row_chunks")}
     if most["max_chunks"] is None or most["max_rows"] is None:
         return None
     chunks, rows = int(most["max_chunks"].value), int(most["max_rows"].value)
     return chunks, rows, int(most["max_row_chunks"].value) if most["max_row_chunks"] is not None else chunks
 
 
-def measured_key(table: ParamTable, key: dict[str, str], sig: str, src: str) -> dict[str, str] | None:
-    """Return the measured key whose rows the parameters `lookup` found for `key` from `src` were fitted on — the key
-    itself; for a family price, the op's dtype the family's body copies (`family_body_dtype`), or the other op whose
-    own rows priced it (TSELS: TSEL's) — so its measured extent bounds the price too; None where no one key's rows
-    did (a body shared by several ops, a conversion family)."""
+def measured_source(table: ParamTable, key: dict[str, str], sig: str, src: str
+                    ) -> tuple[dict[str, str], str, str] | None:
+    """Return (key, source, what to call them) of the measured rows the parameters `lookup` found for `key` from `src`
+    were fitted on, so their extent bounds the price too: the key's own; for a family price, the op's dtype the
+    family's body copies (`family_body_dtype`) or the other op whose own rows priced it (TSELS: TSEL's); for a body
+    price, the measured ops that share it. None where no such rows are named (a conversion family)."""
+    types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
     if src == "key":
-        return key
-    row = source_row(table, key, sig, src) if src == "family" and key["name"] != "TCVT" else None
+        return key, "key", f"{key['name']} {types}"
+    if src == "body":
+        return key, "body", f"body {sig}"
+    row = source_row(table, key, sig, src) if key["name"] != "TCVT" else None
     if row is None:
         return None
     if row.scope == "op":
-        return {**key, "name": row.name}
+        return {**key, "name": row.name}, "key", f"{row.name} {types}"
     dtype = family_body_dtype(row.source)
     family = family_of(key)
-    same_op = family == key["name"] or family.startswith(key["name"] + ":")
-    return {**key, "dtype": dtype} if dtype and same_op else None
+    if not dtype or not (family == key["name"] or family.startswith(key["name"] + ":")):
+        return None
+    return {**key, "dtype": dtype}, "key", f"{key['name']} {dtype}" + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
 
 
 def beyond_extent(limits: tuple[int, int, int], chunks, rows, dim: str):
@@ -310,18 +315,18 @@ FLAT_ROWS = ("each row holds one full chunk and a tail, so its chunk loop runs o
              "has this form, inferred), so it can cost less than a row of two full chunks")
 
 
-def _beyond_extent(table: ParamTable, key: dict[str, str], sig: str, t) -> tuple[str, str]:
+def _beyond_extent(table: ParamTable, measured: tuple[dict[str, str], str, str], sig: str, t) -> tuple[str, str]:
     """Return notes (naming the plan's trip counts, naming none) when the plan runs more chunks, or more rows, than
-    any measured row of its key (the extent the fit recorded), else ("", "")."""
-    limits = extent_limits(table, key, sig)
+    any of the `measured` rows (`measured_source`: the extent the fit recorded), else ("", "")."""
+    key, src, label = measured
+    limits = extent_limits(table, key, sig, src)
     if limits is None or not beyond_extent(limits, t.chunks, t.rows, t.dim):
         return "", ""
     chunks, rows, per_row = limits
-    types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
     asked = f"{t.chunks} chunks" + (f" in {t.rows} rows, {math.ceil(t.per_row)} a row," if t.dim == "2d" else "")
     reach = f"{chunks} chunks" + (f" in {counted(rows, 'row')}, {per_row} a row" if t.dim == "2d" else "")
-    beyond = (f"lie beyond the measured {key['name']} {types} rows (up to {reach}): the formula extrapolates its "
-              "per-chunk and per-row lines")
+    beyond = (f"lie beyond the measured {label} rows (up to {reach}): the formula extrapolates its per-chunk and "
+              "per-row lines")
     return f"{asked} {beyond}", f"its {'chunks or rows' if t.dim == '2d' else 'chunks'} {beyond}"
 
 
@@ -437,7 +442,7 @@ class A5FormulaModel:
                             "body": f"{key['name']} was not measured: priced by the formula of the measured ops "
                                     f"whose chunks do the same work (body {sig})"}[src]
         chunk_size = _other_chunk_size(table, key, plan) if src == "family" and key["name"] == "TCVT" else ""
-        measured = measured_key(table, key, sig, src)
+        measured = measured_source(table, key, sig, src)
         extra = _beyond_extent(table, measured, sig, t) if measured is not None else (chunk_size, chunk_size)
         if t.flat and t.per_row >= 2:  # the flat-row term, not the row overhead of rows of several chunks, priced it
             extra = ("; ".join(x for x in (extra[0], FLAT_ROWS) if x), extra[1])

@@ -41,7 +41,7 @@ from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..lower.alloc import buffers_end
 from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request
 from ..models.a5_features import body_signature, chunk_work, contains_work
-from ..models.a5_formula import A5FormulaModel, beyond_extent, extent_limits, key_of, lookup, measured_key
+from ..models.a5_formula import A5FormulaModel, beyond_extent, extent_limits, key_of, lookup, measured_source
 from ..models.a5_formula import cycles as formula_cycles
 from ..models.a5_pipeline import PipelineModel
 from ..models.auto import FormulaThenPipeline
@@ -405,9 +405,9 @@ def _formula_params(table, src: Request, strategy: str, extents: list | None = N
     variants = SELECT_VARIANTS if key["op_params"] in SELECT_VARIANTS else (key["op_params"],)
     found = [lookup(table, {**key, "op_params": v}, sig) for v in variants]
     if extents is not None:
-        measured = [measured_key(table, {**key, "op_params": v}, sig, x[2]) if x is not None else None
+        measured = [measured_source(table, {**key, "op_params": v}, sig, x[2]) if x is not None else None
                     for v, x in zip(variants, found)]
-        extents += [extent_limits(table, k, sig) if k is not None else None for k in measured]
+        extents += [extent_limits(table, m[0], sig, m[1]) if m is not None else None for m in measured]
     return found
 
 
