@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from costmodel._data import data_path, read_rows
-from costmodel.models.a2a3_intrinsic import KINDS, plan_features, split_key
+from costmodel.models.a2a3_intrinsic import EXTENT_TERM, KINDS, plan_features, split_key
 from costmodel.models.params import ParamRow, ParamTable, read_table
 
 from .linear import fit_linear, grouped_folds, one_blas_thread
@@ -274,6 +274,7 @@ def fit_a2a3(trace: pd.DataFrame, *, k: int = 5, seed: int = 0, source: str = ""
     table, columns = scaled(table, r), scaled_columns(columns, r)
     fitted = _fit(X, y, columns, shrink)
     rows, report = _to_rows(fitted, columns, X, y, cv_pred, table, source, len(y))
+    rows += extent_rows(feats, _source(source, len(y)))
     return (A2A3Fit(tuple(rows), report, cv_pred, fitted.predict(X), pd.DataFrame(results), shrink, dtypes, r,
                     not few), notes)
 
@@ -292,6 +293,27 @@ def label(name: str) -> str:
     return KINDS[kind][2] if kind in KINDS else name
 
 
+def _source(source: str, n_rows: int) -> str:
+    """A written row's `source`: the fit and the trace rows it read."""
+    return f"fit: {source} ({n_rows} rows)" if source else f"fit ({n_rows} rows)"
+
+
+def extent_rows(features: list[dict[str, float]], src: str) -> list[ParamRow]:
+    """The measured extent of each intrinsic class, per dtype and over its dtypes ('*'): the most repeats of it one
+    measured plan walked (EXTENT_TERM, with the rows that used it as n); an estimate walking more says it
+    extrapolates."""
+    most: dict[tuple[str, str], tuple[float, int]] = {}
+    for feats in features:
+        for key, count in feats.items():
+            kind, cls, dt = split_key(key)
+            if kind == "rep" and count > 0:
+                for k in ((cls, dt), (cls, "*")):
+                    m, n = most.get(k, (0.0, 0))
+                    most[k] = (max(m, count), n + 1)
+    return [ParamRow("a2a3", "intrinsic", "intrinsic", cls, dt, "", "*", "", EXTENT_TERM, float(m), None, n, None,
+                     f"{src}; measured extent") for (cls, dt), (m, n) in sorted(most.items())]
+
+
 def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, source: str, n_rows: int):
     """Turn fitted columns into parameter-table rows (head/tail split back) and a report frame."""
     # every node's fitted value, the latent ones too (a class measured only through its dtype children, a family):
@@ -302,7 +324,7 @@ def _to_rows(fitted, columns: list[Column], X, y, cv_pred, table: ParamTable, so
     ape = np.abs(cv_pred - y) / y * 100
     rows: list[ParamRow] = []
     report = []
-    src = f"fit: {source} ({n_rows} rows)" if source else f"fit ({n_rows} rows)"
+    src = _source(source, n_rows)
     by_name = {c.name: c for c in columns}
 
     def effective(name: str) -> float:

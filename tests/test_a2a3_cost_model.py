@@ -111,3 +111,18 @@ def test_an_estimate_states_the_held_out_error_of_the_measured_class_it_used(op,
         assert "from the one measured row" in note and "weak guide" in note and "each" not in note
     else:
         assert f"on the {row.n_obs} measured rows that use" in note and "weak guide" not in note
+
+
+def test_a_plan_walking_more_repeats_of_a_class_than_any_measured_row_says_it_extrapolates():
+    """The fit records, per class and dtype, the most repeats one measured plan walked (QA 52: TROWSUM f32 256x64,
+    measured at 64x64 only, said nothing of it); within that extent the estimate says nothing of it."""
+    from costmodel.models.params import shipped
+
+    most = shipped().lookup("a2a3", "intrinsic", "intrinsic", "vcadd", "max_repeats", dtype="f32")
+    assert most is not None and most.n_obs >= 1
+    far = costmodel.estimate("TROWSUM", (256, 64), "f32", verify=False)
+    assert most.value < 256
+    assert any(f"256 vcadd f32 repeats lie beyond the measured rows that use vcadd (up to {most.value:g} in one plan)"
+               in n for n in far.notes), far.notes
+    near = costmodel.estimate("TROWSUM", (64, 64), "f32", verify=False)
+    assert not any("lie beyond" in n for n in near.notes)

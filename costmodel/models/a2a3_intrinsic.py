@@ -23,6 +23,7 @@ from . import provenance
 from .params import ParamRow, ParamTable, shipped
 
 BINARY_ALU = {"vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vand", "vor"}
+EXTENT_TERM = "max_repeats"  # a class row's measured extent: the most repeats one measured plan walked of it
 TERMS = ("startup", "repeats", "count_floor", "mask_mode", "barrier", "copy", "transfer", "scalar")
 
 # feature kind -> (breakdown term, parameter scope, parameter term)
@@ -204,7 +205,8 @@ class IntrinsicModel:
         used: list[ParamRow] = []
         unmeasured: set[tuple[str, str]] = set()  # (class, dtype) priced from a class row no observation fitted
         twins: set[tuple[str, str, str]] = set()  # (class, dtype, measured dtype of its width that priced it)
-        for key, count in plan_features(plan).items():
+        features = plan_features(plan)
+        for key, count in features.items():
             rows = param_rows(table, key)
             terms[KINDS[split_key(key)[0]][0]] += count * sum(r.value for r in rows)
             used += rows
@@ -221,10 +223,36 @@ class IntrinsicModel:
                  for cls, dt in sorted(unmeasured)]
         notes += [f"no measured {dt} row exercises {cls}: priced by its measured {other} row (the same width: its "
                   "lanes carry bits only)" for cls, dt, other in sorted(twins)]
-        # a sweep's note is the caveats alone: a class's typical error is no caveat (as an A5 key's, a5_formula.py)
-        self.group_note = "; ".join(x for x in (*notes, in_place_note(plan.request)) if x)
-        self.source_note = "; ".join(x for x in (self.group_note, typical_error(used)) if x)
+        beyond = [(key, count, limit) for key, count in features.items()
+                  if (limit := repeat_limit(table, key)) is not None and count > limit]
+        # a sweep's note is the caveats alone: a class's typical error is no caveat (as an A5 key's, a5_formula.py),
+        # nor a count of this plan's (a sweep's rows share the note)
+        self.group_note = "; ".join(x for x in (*notes, beyond_note(beyond, counts=False), in_place_note(plan.request))
+                                    if x)
+        self.source_note = "; ".join(x for x in (*notes, beyond_note(beyond, counts=True), in_place_note(plan.request),
+                                                 typical_error(used)) if x)
         return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)
+
+
+def repeat_limit(table: ParamTable, key: str) -> float | None:
+    """Return the most repeats of a `rep` feature's class one measured plan walked, on the feature's dtype (or, where
+    no row measured that, on any), as the fit recorded them (EXTENT_TERM); None for another feature or none
+    recorded."""
+    kind, cls, dt = split_key(key)
+    row = table.lookup("a2a3", "intrinsic", "intrinsic", cls, EXTENT_TERM, dtype=dt) if kind == "rep" else None
+    return None if row is None else row.value
+
+
+def beyond_note(beyond: list[tuple[str, float, float]], counts: bool) -> str:
+    """Return the caveat of a plan walking more repeats of a class than any measured row using it did (`beyond`:
+    (feature, this plan's repeats, the most measured)), naming this plan's counts or not; "" for none."""
+    parts = []
+    for key, count, limit in beyond:
+        _, cls, dt = split_key(key)
+        walked = f"{count:g} {cls} {dt} repeats" if counts else f"its {cls} {dt} repeats"
+        parts.append(f"{walked} lie beyond the measured rows that use {cls} (up to {limit:g} in one plan): the "
+                     "per-repeat line is extrapolated")
+    return "; ".join(parts)
 
 
 def typical_error(rows) -> str:

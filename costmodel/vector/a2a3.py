@@ -40,6 +40,7 @@ from ..models.a2a3_intrinsic import (
     cost_class,
     feature_key,
     param_value,
+    repeat_limit,
 )
 from ..models.params import shipped
 from ..request import Request
@@ -102,6 +103,7 @@ class RowForm:
     p_barrier: float
     ctrl: float = 0.0                    # the CTRL writes (saturation off and back on), priced
     legal_eprs: tuple[int, ...] = ()     # the EPRs whose mode rules must all hold (a conversion's steps)
+    rep_limits: tuple[float | None, ...] = ()  # per rep key: the most repeats measured (`repeat_limit`), or None
 
 
 def _step_form(rep: Request, step, ratio: Fraction, bufs, blocks) -> StepForm | None:
@@ -205,7 +207,8 @@ def _form(rep: Request, rule: str, epr: int, built, bufs, blocks, table, *, ctrl
     return RowForm(rule, epr, tuple(steps), tuple(buffers), tuple(names), den, startup,
                    tuple((price(k), tuple(v)) for k, v in rep_keys.items()),
                    price("count_floor"), price("set_mode"), price("set_mask"), price("barrier"),
-                   ctrl * price("set_ctrl") if ctrl else 0.0, legal_eprs or (epr,))
+                   ctrl * price("set_ctrl") if ctrl else 0.0, legal_eprs or (epr,),
+                   tuple(repeat_limit(table, k) if table is not None else None for k in rep_keys))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -340,8 +343,10 @@ def _stride_ok(streams, cols):
     return ok
 
 
-def row_cycles(form: RowForm, mode: str, d: Derived, out: np.ndarray) -> np.ndarray | bool:
-    """Write the cycles of a lowering row issued in one mode into `out` (one per row); return whether every step
+def row_cycles(form: RowForm, mode: str, d: Derived, out: np.ndarray, sig: np.ndarray | None = None
+               ) -> np.ndarray | bool:
+    """Write the cycles of a lowering row issued in one mode into `out` (one per row), and into `sig`, if given, a
+    bit per rep key walked beyond its measured extent (the model's note names those keys); return whether every step
     issues a call (per row, or True).
 
     The terms are added in the order IntrinsicModel.cost adds them — ((((startup + repeats) + count_floor) +
@@ -357,12 +362,16 @@ def row_cycles(form: RowForm, mode: str, d: Derived, out: np.ndarray) -> np.ndar
         reps.append(r)
         floor, n_mode, n_mask = floor + f, n_mode + m, n_mask + k
     repeats = None
-    for p, idx in form.rep_keys:
+    if sig is not None:
+        sig[:] = 0
+    for bit, ((p, idx), limit) in enumerate(zip(form.rep_keys, form.rep_limits or (None,) * len(form.rep_keys))):
         count = reps[idx[0]]
         for i in idx[1:]:
             count = count + reps[i]
         term = count * p  # an int array times a float: float64, exact conversion
         repeats = term if repeats is None else repeats + term
+        if sig is not None and limit is not None:
+            sig |= (np.asarray(count) > limit).astype(np.int8) << bit
     np.add(repeats, form.startup, out=out)  # startup + repeats (addition commutes exactly)
     for term in (floor * form.p_floor, n_mode * form.p_mode + n_mask * form.p_mask + form.ctrl,
                  (len(form.steps) - 1) * form.p_barrier):
@@ -386,6 +395,11 @@ class Prepared:
     chunk: int | None = None
     messages: dict = field(default_factory=dict)  # UB overflow message per tile size, shared by the chunks
 
+    @property
+    def signs(self) -> bool:
+        """Whether `evaluate` writes `Block.sig`: some class a form walks has a measured extent its rows may pass."""
+        return any(x is not None for f in (self.base, *self.alts.values()) if f is not None for x in f.rep_limits)
+
     def evaluate(self, shapes: Shapes, out: Block) -> None:
         """Write cycles, legality, default and fallback of the rows of `shapes` into `out` (views of the group's
         arrays)."""
@@ -407,6 +421,7 @@ class Prepared:
         for e in base.legal_eprs[1:]:  # a mode illegal at any step's EPR is illegal
             legal_base = {k: v & legal_modes(base.rule, sh, e, tile_bits)[k] for k, v in legal_base.items()}
         buf = None if whole else np.empty(m)
+        sig = np.zeros(m, dtype=np.int8) if out.sig is not None else None
         for j, name in enumerate(names):
             row = out.cycles[j] if whole else buf
             form = self.alts.get(name, base)
@@ -416,7 +431,7 @@ class Prepared:
                 continue
             if form is base:
                 lg = legal_base[name]
-                iss = row_cycles(base, name, d, row)
+                iss = row_cycles(base, name, d, row, sig)
             else:
                 lg = ub_need(list(form.buffers), sh, _A.ub_align_bytes) <= _A.ub_bytes
                 if form.lane_den > 1:
@@ -426,9 +441,14 @@ class Prepared:
                 for code in np.unique(mode).tolist():
                     sel = np.flatnonzero(mode == code)
                     part = np.empty(len(sel))
-                    i = row_cycles(form, MODES[code], Derived(sh.take(sel)), part)
+                    bits = np.zeros(len(sel), dtype=np.int8) if sig is not None else None
+                    i = row_cycles(form, MODES[code], Derived(sh.take(sel)), part, bits)
                     row[sel] = part
                     iss[sel] = i
+                    if sig is not None:
+                        sig[sel] = bits
+            if sig is not None:
+                out.sig[j, idx] = sig
             if lg is not True:
                 nan_unless(lg, row)
             out.legal[j, idx] = lg
