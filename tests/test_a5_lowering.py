@@ -552,3 +552,27 @@ def test_a5_selects_say_which_mask_layout_they_assume():
         plan = lower.lower(make_request("TSEL", "4x64", "f32", arch="a5", valid=valid))
         (note,) = [n for n in plan.notes if n.startswith("mask row i holds the bits of data row i")]
         assert ("one bit stream, which differs here" in note) is differs, note
+
+
+@pytest.mark.parametrize("shape", ["1x1024", "1x640", "16x64", "40x64", "128x128"])
+def test_an_anchored_estimate_names_the_anchors_its_correction_extrapolates(shape):
+    """QA 52: TROWSUM f32 128x128 took a +93.5-cycle correction from anchors priced far beyond where they were
+    measured, and said nothing of it. The anchors it names are exactly those whose own estimate on the same tiles
+    and loop form says it runs beyond its measured rows."""
+    import re
+
+    import costmodel
+
+    est = costmodel.estimate("TRSQRT", shape, "f32", arch="a5", verify=False)
+    assert est.model == "anchored"
+    (note,) = [n for n in est.notes if n.startswith("the pipeline simulation corrected by")]
+    anchors = re.search(r"difference of the measured (.+?) in this loop form", note).group(1).split(", ")
+    far = {op for op in anchors if any("lie beyond the measured" in n for n in costmodel.estimate(
+        op, shape, "f32", arch="a5", strategy=est.strategy, model="formula", verify=False).notes)}
+    said = re.search(r"; (every one of them|\w+(?:, \w+)*) runs? beyond (?:its|their) measured rows here", note)
+    if not far:
+        assert said is None, note
+    else:
+        assert said is not None, note
+        named = set(anchors) if said.group(1) == "every one of them" else set(said.group(1).split(", "))
+        assert named == far

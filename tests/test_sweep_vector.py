@@ -706,7 +706,8 @@ def test_sweep_notes_carry_the_models_caveats_alike_on_both_paths():
              ("TADD", "f32", "a5", 4, 64), ("TRSQRT", "f32", "a5", 16, 64), ("TSEL", "f32", "a5", 3, 64),
              ("TSEL", "f32", "a5", 2, 64), ("TEXPANDS", "u16", "a2a3", 64, 128), ("TSQRT", "f32", "a2a3", 64, 64),
              ("TADD", "bf16", "a5", 1, 1280), ("TADD", "bf16", "a5", 1, 2560), ("TABS", "f32", "a5", 1, 640),
-             ("TABS", "f32", "a5", 128, 128), ("TADD", "f32", "a2a3", 128, 128), ("TADD", "f32", "a2a3", 64, 64)]
+             ("TABS", "f32", "a5", 128, 128), ("TADD", "f32", "a2a3", 128, 128), ("TADD", "f32", "a2a3", 64, 64),
+             ("TRSQRT", "f32", "a5", 1, 1024), ("TRSQRT", "f32", "a5", 1, 640), ("TRSQRT", "f32", "a5", 128, 128)]
     frame = pd.DataFrame([{"op": op, "dtype": dt, "arch": arch, "rows": r, "cols": c, "strategy": s,
                            "in_place": "1" if op == "TSQRT" else "", "scalar": 1 if op == "TEXPANDS" else None}
                           for op, dt, arch, r, c in cases for s in ("default", "all", "2d-no-post-update")])
@@ -735,6 +736,11 @@ def test_sweep_notes_carry_the_models_caveats_alike_on_both_paths():
     assert "beyond" not in str(fast.loc[(fast.arch == "a2a3") & (fast.op == "TADD") & (fast.rows == 64) & fast.default,
                                         "note"].iloc[0])
     assert "corrected by measured_op_correction" in note[("TRSQRT", "f32", 16, 64, True)]
+    # the anchors priced beyond where they were measured are named, per row, as estimate names them
+    assert "beyond" not in note[("TRSQRT", "f32", 16, 64, True)]
+    assert "; TADD, TNEG run beyond their measured rows here" in note[("TRSQRT", "f32", 1, 1024, True)]
+    assert "; TNEG runs beyond its measured rows here" in note[("TRSQRT", "f32", 1, 640, True)]
+    assert "every one of them runs beyond its measured rows" in note[("TRSQRT", "f32", 128, 128, True)]
     assert "priced by its measured f16 row" in note[("TEXPANDS", "u16", 64, 128, True)]
     assert note[("TSQRT", "f32", 64, 64, True)].startswith("in place is priced like the out-of-place plan")
 

@@ -38,7 +38,8 @@ from .params import ParamTable, shipped
 ANCHOR_FAMILIES = ("unary", "binary", "binary_scalar")  # one load or two, one store, ops per chunk in between
 CORRECTION = "measured_op_correction"
 FLOOR = "measured_subset_floor"  # what lifts the price to an anchor whose chunk work the op's contains
-Correction = tuple[float, tuple[str, ...], tuple[float, ...]]  # mean difference, anchor names, their formula prices
+# mean difference, anchor names, their formula prices, the anchors whose formula runs beyond their measured extent
+Correction = tuple[float, tuple[str, ...], tuple[float, ...], tuple[str, ...]]
 CORRECTIONS_KEPT = 100_000  # corrections an instance keeps (a sweep's distinct anchor requests)
 
 
@@ -87,6 +88,17 @@ def anchor_request(op: str, req: Request, strategy: str, rows: int | None = None
     r = t.rows if rows is None else rows
     return make_request(op, (r, t.cols), req.dtype.name, arch="a5", valid=(min(t.valid_rows, r), t.valid_cols),
                         static_valid=t.static_valid, strategy=strategy)
+
+
+def anchor_beyond(table: ParamTable, anchor: Request, plan: Plan) -> bool:
+    """Whether an anchor's plan runs more chunks or rows than any measured row of its own formula key (the extent
+    the fit recorded): its formula price, and so the correction it gives, is extrapolated there."""
+    from .a5_features import body_signature, vf_trips
+    from .a5_formula import beyond_extent, extent_limits, key_of
+
+    limits = extent_limits(table, key_of(anchor, plan.strategy), body_signature(plan))
+    t = vf_trips(plan)
+    return limits is not None and bool(beyond_extent(limits, t.chunks, t.rows, t.dim))
 
 
 def anchor_plans(req: Request, strategy: str, table: ParamTable, rows: int | None = None,
@@ -139,15 +151,18 @@ class AnchoredPipeline:
         on the same tiles share it."""
         hit = self._corrections.get(self._key(plan.request, plan.strategy))
         if hit is None:
-            diffs, names, prices = [], [], []
+            diffs, names, prices, far = [], [], [], []
             rows = anchor_rows(plan.request)
             for a, p, _ in anchor_plans(plan.request, plan.strategy, self.table, rows):
                 prices.append(self.formula.cost(p)[0])
                 diffs.append(prices[-1] - self.pipeline.cycles(p))
                 names.append(a.op)
+                if anchor_beyond(self.table, a, p):
+                    far.append(a.op)
             valid = anchor_tile(plan.request).valid_rows
             scale = valid / min(valid, rows) if valid else 1.0  # the anchors took fewer rows than the source has
-            hit = (scale * sum(diffs) / len(diffs), tuple(names), tuple(prices)) if diffs else (0.0, (), ())
+            hit = ((scale * sum(diffs) / len(diffs), tuple(names), tuple(prices), tuple(far)) if diffs else
+                   (0.0, (), (), ()))
             self.remember(plan.request, plan.strategy, hit)
         return hit
 
@@ -232,10 +247,10 @@ class AnchoredPipeline:
         if not any(isinstance(p, VfProgram) for p in plan.body):  # an early return (an empty reduction) issues nothing
             self.name, self.source, self.source_note, self.group_note, self.anchors = "anchored", "", "", "", ()
             return cycles, ()
-        corr, self.anchors, prices = self.correction(plan)
+        corr, self.anchors, prices, far = self.correction(plan)
         if self.anchors:
             self.name, self.source = "anchored", "anchors"
-            self.source_note, self.group_note = self._anchored_notes(plan.request, corr)
+            self.source_note, self.group_note = self._anchored_notes(plan.request, corr, far)
             total, extra = cycles + corr, ((CORRECTION, corr),)
         else:
             self.name, self.source = self.pipeline.name, ""
@@ -258,8 +273,9 @@ class AnchoredPipeline:
                 total, extra = floor, extra + ((FLOOR, floor - total),)
         return total, extra
 
-    def _anchored_notes(self, req: Request, corr: float) -> tuple[str, str]:
-        """Return (the request's note, its group's) on the correction `corr` by the anchors: which, and on what."""
+    def _anchored_notes(self, req: Request, corr: float, far: tuple[str, ...]) -> tuple[str, str]:
+        """Return (the request's note, its group's) on the correction `corr` by the anchors: which, on what, and
+        which of them (`far`) are priced beyond where they were measured."""
         where = "the same tiles"
         if req.family in REDUCE_FAMILIES:
             rows, valid = anchor_rows(req), anchor_tile(req).valid_rows
@@ -268,6 +284,10 @@ class AnchoredPipeline:
                      f"to its {valid} valid rows")
         what = (f"the mean formula - pipeline difference of the measured {', '.join(self.anchors)} in this loop form "
                 "on {}")
-        return (f"the pipeline simulation corrected by {corr:+.1f} cycles, {what.format(where)}",
+        who = ("every one of them runs beyond its" if len(far) == len(self.anchors) > 1 else
+               f"{far[0]} runs beyond its" if len(far) == 1 else f"{', '.join(far)} run beyond their") if far else ""
+        beyond = f"; {who} measured rows here, so the correction rests on extrapolated formula prices" if far else ""
+        return (f"the pipeline simulation corrected by {corr:+.1f} cycles, {what.format(where)}{beyond}",
                 "the pipeline simulation corrected by measured_op_correction, " +
-                what.format("the source tile, or the rows of it that fit" if req.family in REDUCE_FAMILIES else where))
+                what.format("the source tile, or the rows of it that fit" if req.family in REDUCE_FAMILIES else where)
+                + beyond)

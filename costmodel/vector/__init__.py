@@ -80,7 +80,7 @@ class Block:
     best: np.ndarray | None = None     # (n,) index of the fastest legal strategy (ties: default, then listed order)
     dval: np.ndarray | None = None     # (n,) cycles of the default strategy
     errors: Errors | None = None     # rows whose request is rejected with a known message (not in `fallback`)
-    sig: np.ndarray | None = None    # (S, n) int8: rows of a strategy with equal codes get one note (None: all 0;
+    sig: np.ndarray | None = None    # (S, n) int16: rows of a strategy with equal codes get one note (None: all 0;
     #                                  rows a chunk does not evaluate stay 0, as allocated)
 
 
@@ -125,7 +125,7 @@ def closed_form(make: MakeRequest, shapes: Shapes, models) -> Block | None:
     n, S = len(shapes.rows), len(prep.strategies)
     block = Block(prep.strategies, np.empty((S, n)), np.empty((S, n), dtype=bool), np.zeros(n, dtype=np.int64),
                   prep.models, np.empty(n, dtype=bool), prep.note, np.zeros(n, dtype=np.int64), np.empty(n),
-                  sig=np.zeros((S, n), dtype=np.int8) if getattr(prep, "signs", False) else None)
+                  sig=np.zeros((S, n), dtype=np.int16) if getattr(prep, "signs", False) else None)
     step = prep.chunk or max(n, 1)
     errors = []
     for a in range(0, n, step):

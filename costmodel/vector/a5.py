@@ -188,6 +188,7 @@ class Anchor:
     epr: int                          # its own elements per chunk (a conversion's can differ, §3 step 3)
     contained: bool = False           # the op's chunk work contains the anchor's: the op is never priced below it
     corrects: bool = True             # False: a floor only (AnchoredPipeline.floors), not in the mean correction
+    limits: tuple | None = None       # its key's measured extent (`extent_limits`), None: none recorded
 
 
 @dataclass
@@ -228,8 +229,10 @@ class Prepared:
 
     @property
     def signs(self) -> bool:
-        """Whether `evaluate` writes `Block.sig`: some form's rows may differ in note (an extent, a parity)."""
-        return any(f.parity is not None or any(x is not None for x in f.extents) for f in self.forms)
+        """Whether `evaluate` writes `Block.sig`: some form's rows may differ in note (an extent, a parity, an
+        anchor priced beyond its extent)."""
+        return any(f.parity is not None or any(x is not None for x in f.extents)
+                   or any(a.limits is not None for a in f.anchors if a.corrects) for f in self.forms)
 
     def evaluate(self, shapes: Shapes, out: Block) -> None:
         """Write cycles, legality, default and fallback of the rows of `shapes` into `out` (views of the group's
@@ -277,6 +280,10 @@ class Prepared:
                     if f.anchors:
                         corr, fit, prices = self._correction(f, sh.take(sel))
                         c, cov = c + corr, cov & fit
+                        if out.sig is not None:
+                            far = np.zeros(m, dtype=np.int16)
+                            far[sel] = anchors_beyond(f.anchors, f.name, sh.take(sel))
+                            out.sig[j, idx] = far
                         floors = [i for i, x in enumerate(f.anchors) if x.contained]
                         if floors:  # models/a5_anchored: never below an anchor whose chunk work the op's contains
                             c = np.fmax(c, np.fmax.reduce(prices[floors], axis=0))
@@ -339,6 +346,18 @@ def anchor_correction(pipe: PipelineModel, make, strategy: str, anchors: tuple[A
     return total / max(sum(a.corrects for a in anchors), 1), ok, prices
 
 
+def anchors_beyond(anchors: tuple[Anchor, ...], strategy: str, sh: Shapes) -> np.ndarray:
+    """Per row, a bit per correcting anchor (in their order) whose formula runs beyond its key's measured extent on
+    the row's tiles (a5_anchored.anchor_beyond: the note names those anchors)."""
+    bits = np.zeros(len(sh.vr), dtype=np.int16)
+    dim = strategy[:2]
+    for i, a in enumerate(x for x in anchors if x.corrects):
+        if a.limits is not None:
+            chunks = cdiv(sh.vr * sh.vc, a.epr) if dim == "1d" else sh.vr * cdiv(sh.vc, a.epr)
+            bits |= beyond_extent(a.limits, chunks, sh.vr, dim).astype(np.int16) << i
+    return bits
+
+
 def warm_anchored(make, sh: Shapes, models) -> None:
     """Price, in closed form, the anchor corrections the per-request path's anchored model will ask for on these rows
     (any op's rows: the anchors are measured elementwise ops on the row's tiles) and hand them to the model, which
@@ -384,10 +403,12 @@ def warm_anchored(make, sh: Shapes, models) -> None:
             ok &= ~fit | priced
             diffs.append(d), fits.append(fit), prices.append(price[0])
         D, F, P = np.array(diffs), np.array(fits), np.array(prices)
+        far = anchors_beyond(anchors, s, sub)
         for i in np.flatnonzero(ok).tolist():
             taken = np.flatnonzero(F[:, i])
             hit = (float(D[taken, i].sum() / len(taken)), tuple(anchors[j].op for j in taken),
-                   tuple(float(P[j, i]) for j in taken)) if len(taken) else (0.0, (), ())
+                   tuple(float(P[j, i]) for j in taken),
+                   tuple(anchors[j].op for j in taken if far[i] >> j & 1)) if len(taken) else (0.0, (), (), ())
             try:
                 anchored.remember(make(*(int(v[i]) for v in sub)), s, hit)
             except PtoCostError:
@@ -422,7 +443,9 @@ def _anchors(rep: Request, strategy: str, table) -> tuple[Anchor, ...]:
         floors = [x for x in anchor_plans(rep, strategy, table, own=False)
                   if x[0].op not in taken and contains_work(own, chunk_work(x[1]))]
     return tuple(Anchor(a.op, params, tuple((t.dtype.bits, 0) for _, t in a.tiles), plan.body[0].epr,
-                        own is not None and contains_work(own, chunk_work(plan)), corrects=i < len(found))
+                        own is not None and contains_work(own, chunk_work(plan)), corrects=i < len(found),
+                        limits=extent_limits(table, key_of(a, strategy), body_signature(plan)) if i < len(found)
+                        else None)
                  for i, (a, plan, params) in enumerate(found + floors))
 
 
