@@ -477,7 +477,8 @@ def test_an_unmeasured_dtype_of_a_measured_op_names_the_dtype_that_prices_it():
     body = costmodel.estimate("TABS", "128x128", "f32", arch="a5", model="formula", verify=False)
     most = shipped().lookup("a5", "vf", "body", "ld1 st1 simple1", "max_rows", dtype="f32", strategy=body.strategy)
     assert body.params_from == "body" and most is not None and most.value < 128
-    assert any(f"lie beyond the measured body ld1 st1 simple1 rows (up to" in n for n in body.notes)
+    assert any("lie beyond the measured body ld1 st1 simple1 rows (up to" in n and f" in {most.value:g} rows," in n
+               for n in body.notes), body.notes
     short = costmodel.estimate("TADD", "1x640", "bf16", arch="a5", model="formula", verify=False)
     assert any("TADD bf16 was not measured" in n for n in short.notes)
     assert not any("beyond the measured" in n for n in short.notes)

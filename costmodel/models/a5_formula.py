@@ -264,21 +264,21 @@ def measured_source(table: ParamTable, key: dict[str, str], sig: str, src: str
     were fitted on, so their extent bounds the price too: the key's own; for a family price, the op's dtype the
     family's body copies (`family_body_dtype`) or the other op whose own rows priced it (TSELS: TSEL's); for a body
     price, the measured ops that share it. None where no such rows are named (a conversion family)."""
-    types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
+    dst = "->" + key["dst_dtype"] if key["dst_dtype"] else ""
     if src == "key":
-        return key, "key", f"{key['name']} {types}"
+        return key, "key", f"{key['name']} {key['dtype']}{dst}"
     if src == "body":
         return key, "body", f"body {sig}"
     row = source_row(table, key, sig, src) if key["name"] != "TCVT" else None
     if row is None:
         return None
     if row.scope == "op":
-        return {**key, "name": row.name}, "key", f"{row.name} {types}"
+        return {**key, "name": row.name}, "key", f"{row.name} {key['dtype']}{dst}"
     dtype = family_body_dtype(row.source)
     family = family_of(key)
     if not dtype or not (family == key["name"] or family.startswith(key["name"] + ":")):
         return None
-    return {**key, "dtype": dtype}, "key", f"{key['name']} {dtype}" + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
+    return {**key, "dtype": dtype}, "key", f"{key['name']} {dtype}{dst}"
 
 
 def beyond_extent(limits: tuple[int, int, int], chunks, rows, dim: str):
