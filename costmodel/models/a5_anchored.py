@@ -30,7 +30,7 @@ from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..plan import Plan
 from ..request import Request
 from .a5_features import chunk_work, contains_work
-from .a5_formula import A5FormulaModel
+from .a5_formula import A5FormulaModel, formula_beyond
 from . import provenance
 from .a5_pipeline import PipelineModel
 from .params import ParamTable, shipped
@@ -90,17 +90,6 @@ def anchor_request(op: str, req: Request, strategy: str, rows: int | None = None
                         static_valid=t.static_valid, strategy=strategy)
 
 
-def anchor_beyond(table: ParamTable, anchor: Request, plan: Plan) -> bool:
-    """Whether an anchor's plan runs more chunks or rows than any measured row of its own formula key (the extent
-    the fit recorded): its formula price, and so the correction it gives, is extrapolated there."""
-    from .a5_features import body_signature, vf_trips
-    from .a5_formula import beyond_extent, extent_limits, key_of
-
-    limits = extent_limits(table, key_of(anchor, plan.strategy), body_signature(plan))
-    t = vf_trips(plan)
-    return limits is not None and bool(beyond_extent(limits, t.chunks, t.rows, t.dim))
-
-
 def anchor_plans(req: Request, strategy: str, table: ParamTable, rows: int | None = None,
                  ops: tuple[str, ...] | None = None, own: bool = True) -> list[tuple[Request, Plan, tuple]]:
     """Return (request, plan, (P, D) formula coefficients) of every anchor of `req` in loop form `strategy`: the
@@ -157,7 +146,7 @@ class AnchoredPipeline:
                 prices.append(self.formula.cost(p)[0])
                 diffs.append(prices[-1] - self.pipeline.cycles(p))
                 names.append(a.op)
-                if anchor_beyond(self.table, a, p):
+                if formula_beyond(self.table, a, p):
                     far.append(a.op)
             valid = anchor_tile(plan.request).valid_rows
             scale = valid / min(valid, rows) if valid else 1.0  # the anchors took fewer rows than the source has
@@ -201,11 +190,12 @@ class AnchoredPipeline:
                 return ()
         return self._works[key]
 
-    def floors(self, plan: Plan) -> tuple[tuple[float, str], ...]:
-        """Return (formula cycles, name) of each measured op that is no anchor of the plan — its own rows do not
-        price the plan's dtype, its family's or body's do — and whose per-chunk work the plan's contains, on the
-        plan's tiles and loop form: the op is never priced below what this tool says such an op costs either
-        (TSUBRELU f16 holds TSUB f16's work, priced by TSUB f32's rows, and sat 1 cycle below it)."""
+    def floors(self, plan: Plan) -> tuple[tuple[float, str, bool], ...]:
+        """Return (formula cycles, name, whether that price is extrapolated) of each measured op that is no anchor of
+        the plan — its own rows do not price the plan's dtype, its family's or body's do — and whose per-chunk work
+        the plan's contains, on the plan's tiles and loop form: the op is never priced below what this tool says such
+        an op costs either (TSUBRELU f16 holds TSUB f16's work, priced by TSUB f32's rows, and sat 1 cycle below
+        it)."""
         req, strategy = plan.request, plan.strategy
         if req.family in REDUCE_FAMILIES:
             return ()
@@ -218,8 +208,8 @@ class AnchoredPipeline:
         if key not in self._floors:
             if len(self._floors) >= CORRECTIONS_KEPT:
                 self._floors.clear()
-            self._floors[key] = tuple((self.formula.cost(p)[0], a.op) for a, p, _ in
-                                      anchor_plans(req, strategy, self.table, ops=ops, own=False))
+            self._floors[key] = tuple((self.formula.cost(p)[0], a.op, formula_beyond(self.table, a, p))
+                                      for a, p, _ in anchor_plans(req, strategy, self.table, ops=ops, own=False))
         return self._floors[key]
 
     def cost(self, plan: Plan) -> tuple[float, tuple[tuple[str, float], ...]]:
@@ -261,7 +251,8 @@ class AnchoredPipeline:
                 "fitted on A2/A3 traces only, or cut short?)")
             total, extra = cycles, ()
         inside = [(p, n) for p, n, c in zip(prices, self.anchors, self.contained(plan, self.anchors)) if c]
-        inside += self.floors(plan)
+        floors = self.floors(plan)
+        inside += [(p, n) for p, n, _ in floors]
         if inside:
             floor, by = max(inside)
             floor_note = (f"; never below the formula price of {', '.join(n for _, n in inside)}, whose per-chunk "
@@ -269,7 +260,9 @@ class AnchoredPipeline:
             self.group_note += floor_note
             self.source_note += floor_note
             if floor > total:
-                self.source_note += f" (raised to {by}'s {floor:.1f})"
+                far = set(far) | {n for _, n, beyond in floors if beyond}
+                self.source_note += (f" (raised to {by}'s {floor:.1f}" +
+                                     (f", itself a formula price beyond {by}'s measured rows)" if by in far else ")"))
                 total, extra = floor, extra + ((FLOOR, floor - total),)
         return total, extra
 

@@ -281,6 +281,37 @@ def measured_source(table: ParamTable, key: dict[str, str], sig: str, src: str
     return {**key, "dtype": dtype}, "key", f"{key['name']} {dtype}{dst}"
 
 
+def measured_forms(row) -> re.Match | None:
+    """Return the match naming the loop forms a key's body was measured in (group 1), where the row of its
+    parameters (`source_row`) says it was measured in other forms only; None where it was measured in its own."""
+    return re.search(r"body measured in (.+?) only", row.source) if row is not None else None
+
+
+def price_limits(table: ParamTable, key: dict[str, str], sig: str, src: str) -> tuple[int, int, int] | None:
+    """Return the extent (`extent_limits`) a formula price of `key` from `src` holds within: that of the measured rows
+    its parameters came from (`measured_source`); (0, 0, 0), which every program passes, where its key was measured
+    in other loop forms only (a 1D extent is recorded for both 1D forms, measured in one); None where none is
+    recorded."""
+    measured = measured_source(table, key, sig, src)
+    if measured is None:
+        return None
+    if measured[1] == "key" and measured_forms(source_row(table, measured[0], sig, "key")):
+        return 0, 0, 0  # the formula's own note: "measured in ... only: ... extrapolated from that body"
+    return extent_limits(table, measured[0], sig, measured[1])
+
+
+def formula_beyond(table: ParamTable, req, plan) -> bool:
+    """Whether the formula price of a plan is extrapolated: it runs beyond the extent its parameters hold within
+    (`price_limits`)."""
+    from .a5_features import body_signature, vf_trips
+
+    key, sig = key_of(req, plan.strategy), body_signature(plan)
+    found = lookup(table, key, sig)
+    limits = price_limits(table, key, sig, found[2]) if found is not None else None
+    t = vf_trips(plan)
+    return limits is not None and bool(beyond_extent(limits, t.chunks, t.rows, t.dim))
+
+
 def beyond_extent(limits: tuple[int, int, int], chunks, rows, dim: str):
     """Return whether a program of `chunks` chunks in `rows` rows (scalars or arrays) runs beyond `limits`
     (`extent_limits`)."""
@@ -422,7 +453,7 @@ class A5FormulaModel:
                     fitted_from=shared.source, n_obs=shared.n_obs)
         types = key["dtype"] + ("->" + key["dst_dtype"] if key["dst_dtype"] else "")
         variant = f" ({key['op_params']})" if key["op_params"] else ""  # TRECIP's precision, TSEL's mask variant
-        elsewhere = re.search(r"body measured in (.+?) only", row.source) if row is not None and src == "key" else None
+        elsewhere = measured_forms(row) if src == "key" else None
         if elsewhere:  # the key's error was measured on other loop forms: it does not carry over
             error = None
         def measured_elsewhere(trips: str) -> str:

@@ -41,7 +41,7 @@ from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..lower.alloc import buffers_end
 from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request
 from ..models.a5_features import body_signature, chunk_work, contains_work
-from ..models.a5_formula import A5FormulaModel, beyond_extent, extent_limits, key_of, lookup, measured_source
+from ..models.a5_formula import A5FormulaModel, beyond_extent, extent_limits, key_of, lookup, measured_source, price_limits
 from ..models.a5_formula import cycles as formula_cycles
 from ..models.a5_pipeline import PipelineModel
 from ..models.auto import FormulaThenPipeline
@@ -348,7 +348,7 @@ def anchor_correction(pipe: PipelineModel, make, strategy: str, anchors: tuple[A
 
 def anchors_beyond(anchors: tuple[Anchor, ...], strategy: str, sh: Shapes) -> np.ndarray:
     """Per row, a bit per correcting anchor (in their order) whose formula runs beyond its key's measured extent on
-    the row's tiles (a5_anchored.anchor_beyond: the note names those anchors)."""
+    the row's tiles (a5_formula.formula_beyond: the note names those anchors)."""
     bits = np.zeros(len(sh.vr), dtype=np.int16)
     dim = strategy[:2]
     for i, a in enumerate(x for x in anchors if x.corrects):
@@ -444,8 +444,8 @@ def _anchors(rep: Request, strategy: str, table) -> tuple[Anchor, ...]:
                   if x[0].op not in taken and contains_work(own, chunk_work(x[1]))]
     return tuple(Anchor(a.op, params, tuple((t.dtype.bits, 0) for _, t in a.tiles), plan.body[0].epr,
                         own is not None and contains_work(own, chunk_work(plan)), corrects=i < len(found),
-                        limits=extent_limits(table, key_of(a, strategy), body_signature(plan)) if i < len(found)
-                        else None)
+                        limits=price_limits(table, key_of(a, strategy), body_signature(plan), "key")
+                        if i < len(found) else None)
                  for i, (a, plan, params) in enumerate(found + floors))
 
 
