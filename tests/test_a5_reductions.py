@@ -264,6 +264,19 @@ def test_a_large_source_is_still_anchored_and_cycles_grow_with_rows(op):
     assert any(re.search(r"on the first \d+ rows of the source tile .*scaled to its 80 valid rows", n) for n in got[-1].notes)
 
 
+@pytest.mark.parametrize("cols", [576, 1280, 2048])
+def test_a_large_sources_anchors_take_as_many_rows_as_three_tiles_of_it_fit(cols):
+    """QA 54: the alignment was counted once per row, so a 1280-column f32 source's anchors took 16 rows where 17
+    fit the unified buffer beside each other."""
+    from costmodel.errors import PtoCostError
+    from costmodel.models.a5_anchored import anchor_rows
+
+    rows = anchor_rows(make_request("TROWSUM", (200, cols), "f32", arch="a5"))
+    lower.lower(make_request("TADD", (rows, cols), "f32", arch="a5"))
+    with pytest.raises(PtoCostError, match="unified buffer"):
+        lower.lower(make_request("TADD", (rows + 1, cols), "f32", arch="a5"))
+
+
 @pytest.mark.parametrize("op", ["TROWMAX", "TROWMIN"])
 def test_a_nan_in_a_rows_first_element_survives_as_the_reference_scan_keeps_it(op):
     # isa.md §4.3: the scan starts from element 0 with strict compares, so a NaN there is the row's result, while a
