@@ -298,21 +298,37 @@ def validation_text(rep, name: str) -> None:
             con.print(plain(f"  {rep.unit}{'s' if ',' in r.line else ''} {r.line}: {r.note}"))
 
 
+PLAIN_EVERY = 60.0  # seconds between the progress lines written where stderr is no terminal (a log, nohup, CI)
+
+
 class _Progress:
     def __init__(self, label: str, total: int):
+        import time
+
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+        tty = sys.stderr.isatty()
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                             console=console(stderr=True), transient=True,
-                            disable=total < 200 or not sys.stderr.isatty())  # a bar in a log file is noise
+                            disable=total < 200 or not tty)  # a bar in a log file is noise: a line a minute there
         self.task = self.bar.add_task(label, total=total)
+        self.label, self.plain = label, total >= 200 and not tty
+        self.start = self.last = time.monotonic()
 
     def __enter__(self):
         self.bar.__enter__()
         return self.tick
 
     def tick(self, done: int, total: int) -> None:
+        import time
+
         self.bar.update(self.task, completed=done, total=total)
+        now = time.monotonic()
+        if self.plain and now - self.last >= PLAIN_EVERY and done < total:  # QA 55: a 19-minute sweep said nothing
+            self.last = now
+            sys.stderr.write(f"{self.label}: {done:,} of {total:,} ({100 * done / max(total, 1):.0f} %), "
+                             f"{(now - self.start) / 60:.1f} min so far\n")
+            sys.stderr.flush()
 
     def __exit__(self, *exc):
         return self.bar.__exit__(*exc)

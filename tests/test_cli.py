@@ -653,3 +653,20 @@ def test_predict_that_prices_no_row_writes_the_reasons_and_exits_2(tmp_path):
     assert r.returncode == 2 and "no row could be priced" in r.stderr and "a5 only" in r.stderr, r.stderr
     assert pd.read_csv(out)["note"].str.contains("a5 only").all()
     assert run("predict", str(cases), "-o", str(out)).returncode == 0
+
+
+def test_long_work_logs_a_plain_progress_line_where_stderr_is_no_terminal(monkeypatch, capsys):
+    """A bar is drawn on a terminal only; redirected (a log, nohup, CI) a 19-minute sweep printed nothing until its last
+    line (QA 55): there a plain line reports the count every PLAIN_EVERY seconds."""
+    from cli import render
+
+    monkeypatch.setattr(render, "PLAIN_EVERY", 0.0)
+    with render.progress("sweeping", 1000) as tick:
+        for done in (250, 500, 1000):
+            tick(done, 1000)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all(line.startswith("sweeping: ") for line in lines)
+    assert "250 of 1,000 (25 %)" in lines[0] and "500 of 1,000 (50 %)" in lines[1]
+    with render.progress("sweeping", 100) as tick:  # short work stays quiet
+        tick(50, 100)
+    assert capsys.readouterr().err == ""
