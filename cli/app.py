@@ -1047,7 +1047,7 @@ def main() -> None:
         else:
             raise
     if code == 130:
-        sys.stderr.write(f"aborted{_after_writes()}\n")
+        sys.stderr.write(f"stopped by SIGINT{_after_writes()}\n")  # worded as the SIGTERM and SIGHUP stops (QA 55)
     sys.exit(code if isinstance(code, int) else 0)
 
 
