@@ -358,6 +358,8 @@ def heatmap_figure(df: pd.DataFrame, title: str = "", strategy: str = "default")
         ax.set_xlabel(xlabel, wrap=True)
         ax.set_ylabel("rows")
         ax.set_title(f"{dt}: cycles")
+        if not named and "strategy" in d:
+            _outline_defaults(ax, d, xs, ys)
         if panels == 2:
             # a cell whose plotted strategy is kept (the fastest, or nothing saves enough) gets a colour of its own: in
             # the strategy's colour it read as that strategy being the fastest (QA 50)
@@ -387,6 +389,26 @@ def heatmap_figure(df: pd.DataFrame, title: str = "", strategy: str = "default")
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def _outline_defaults(ax, d: pd.DataFrame, xs: np.ndarray, ys: np.ndarray) -> None:
+    """Outline the regions of a default-strategy heatmap where the default differs, each named at its middle cell: a
+    step in the cycles is then seen to be the emission mode changing (QA 55: TROWSUM's cheap stripe at 96-112 cols
+    was another mode, which nothing on the plot said)."""
+    grid = d.pivot_table(index="rows", columns="cols", values="strategy", aggfunc="first").reindex(index=ys, columns=xs)
+    names = sorted(n for n in pd.unique(grid.to_numpy().ravel()) if isinstance(n, str) and n)
+    if len(names) < 2:
+        return
+    codes = grid.apply(lambda c: c.map({n: i for i, n in enumerate(names)})).to_numpy(float)
+    if len(xs) > 1 and len(ys) > 1:
+        ax.contour(xs, ys, np.ma.masked_invalid(codes), levels=np.arange(len(names) - 1) + 0.5, colors="white",
+                   linewidths=1.2)
+    for i, n in enumerate(names):  # at staggered heights, so labels of narrow neighbouring stripes do not overlap
+        r, c = np.nonzero(codes == i)
+        want = (i + 1) * (len(ys) - 1) // (len(names) + 1)
+        at = np.argmin(np.abs(r - want) * len(xs) + np.abs(c - np.median(c)))
+        ax.text(xs[c[at]], ys[r[at]], n, ha="center", va="center", fontsize=7, color="white",
+                bbox={"facecolor": "black", "alpha": 0.45, "pad": 1.5, "linewidth": 0})
 
 
 def _first_reason(sub: pd.DataFrame, grid: pd.DataFrame, most: int = 110) -> str:

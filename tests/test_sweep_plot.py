@@ -662,6 +662,20 @@ def test_heatmap_cells_are_centred_on_their_values():
     assert np.asarray(panels[0].collections[0].get_array()).reshape(3, 4)[1, 2] == 2 * 192
 
 
+def test_a_default_strategy_heatmap_outlines_and_names_where_the_default_changes():
+    """QA 55: TROWSUM's cycles had a cheap stripe that was another emission mode, and nothing on the plot said so."""
+    from fit.plots import heatmap_figure
+
+    rows = [{"dtype": "f32", "rows": r, "cols": c, "cycles": float(r * c), "default": True, "best": "x", "note": "",
+             "strategy": "Narrow" if c < 128 else "Wide"} for r in (1, 2, 3, 4) for c in (64, 96, 128, 192)]
+    ax = next(a for a in heatmap_figure(pd.DataFrame(rows)).axes if a.get_title() == "f32: cycles")
+    assert {t.get_text() for t in ax.texts} == {"Narrow", "Wide"}
+    assert len(ax.collections) > 1  # the mesh, and the outline between the two regions
+    one = [dict(r, strategy="Wide") for r in rows]
+    ax = next(a for a in heatmap_figure(pd.DataFrame(one)).axes if a.get_title() == "f32: cycles")
+    assert not ax.texts and len(ax.collections) == 1
+
+
 def test_heatmap_shows_a_faster_strategy_only_where_it_saves_more_than_noise():
     """A saving under 1 % or under 2 cycles (the profiler's ±1 cycle) is no reason to switch: the panel shows the
     plotted strategy there."""
