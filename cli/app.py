@@ -546,7 +546,8 @@ def plot(
         raise PtoCostError(f"no point of the grid could be modelled: {_main_reason(df)}")
     fixed_valid = {k: v for k, v in (("valid_rows", valid_rows), ("valid_cols", valid_cols)) if v}
     shown = {**fixed_valid, **params}
-    conversion = f" {dtype} -> {dst}" if dst else ""
+    # the element type in the title: a conversion's pair, or the one dtype plotted (several have a series each)
+    conversion = f" {dtype} -> {dst}" if dst else f" {df['dtype'].iloc[0]}" if df["dtype"].nunique() == 1 else ""
     used = df["model"].astype(str).value_counts()  # every model that priced a point, most used first
     used = used[(used.index != "") & (used > 0)]
     models = used.index[0] if len(used) == 1 else ", ".join(f"{m} ({n} points)" for m, n in used.items())

@@ -907,3 +907,22 @@ def test_a_step_line_does_not_reach_back_into_a_shape_where_its_strategy_is_ille
     ax = curves_figure(pd.DataFrame(rows), "rows", ["strategy"]).axes[0]
     drawn = {ln.get_label(): ln for ln in ax.get_lines()}
     assert drawn["2d"].get_xdata()[0] == 2 and drawn["2d"].get_drawstyle() == "steps-pre"
+
+
+@pytest.mark.parametrize("args, named", [(["--dtype", "f16"], "TMINS f16 on a2a3"),
+                                         (["--dtype", "f16,f32"], "TMINS on a2a3")])
+def test_a_plots_title_names_the_one_dtype_it_shows(tmp_path, monkeypatch, args, named):
+    """QA 55: a one-dtype curve named its dtype only in the default band under it; several dtypes are a series each."""
+    from typer.testing import CliRunner
+
+    import fit.io
+    from cli.app import app
+
+    titles = []
+    real = fit.io.save_figure
+    monkeypatch.setattr(fit.io, "save_figure",
+                        lambda fig, *a, **k: titles.append(fig.axes[0].get_title()) or real(fig, *a, **k))
+    r = CliRunner().invoke(app, ["plot", "TMINS", *args, "--rows", "32", "--cols", "16:256:16", "-o",
+                                 str(tmp_path / "c.png")])
+    assert r.exit_code == 0, r.output
+    assert titles and titles[0].startswith(named + " — model")
