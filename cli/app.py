@@ -1017,8 +1017,13 @@ def main() -> None:
 
     from costmodel.errors import PtoCostError
 
+    import os
+
+    pid = os.getpid()
+
     def stop(signum, _frame):  # `kill`, `timeout`, a closed terminal: unwind (removing half-written files), quietly
-        sys.stderr.write(f"stopped by {signal.Signals(signum).name}{_after_writes()}\n")
+        if os.getpid() == pid:  # a forked dask worker meets the group's signal too: the run says it once (QA 55)
+            sys.stderr.write(f"stopped by {signal.Signals(signum).name}{_after_writes()}\n")
         raise SystemExit(128 + signum)
 
     for name in ("SIGTERM", "SIGHUP"):
