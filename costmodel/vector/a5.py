@@ -39,7 +39,7 @@ from ..lower.a5 import dispatch, vf
 from ..lower.a5.dispatch import SELECT_VARIANTS
 from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..lower.alloc import buffers_end
-from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request
+from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request, anchor_rows, anchor_tile
 from ..models.a5_features import body_signature, chunk_work, contains_work
 from ..models.a5_formula import A5FormulaModel, beyond_extent, extent_limits, key_of, lookup, measured_source, price_limits
 from ..models.a5_formula import cycles as formula_cycles
@@ -371,8 +371,8 @@ def warm_anchored(make, sh: Shapes, models) -> None:
     except PtoCostError:
         return
     anchored = parts[2] if parts is not None else None
-    if anchored is None or not len(sh.rows) or a.family in REDUCE_FAMILIES:
-        return  # a reduction's anchors take the rows of its source that fit (a5_anchored.anchor_rows): per request
+    if anchored is None or not len(sh.rows):
+        return
     sh = narrow_all(sh)
     shaped = (sh.vr >= 1) & (sh.vc >= 1) & (sh.vr <= sh.rows) & (sh.vc <= sh.cols)  # others: their request's error
     full = shaped & ((sh.vc == sh.cols) | (sh.vr <= 1))  # where the anchors' 1D forms are legal (one contiguous run)
@@ -410,9 +410,13 @@ def warm_anchored(make, sh: Shapes, models) -> None:
                    tuple(float(P[j, i]) for j in taken),
                    tuple(anchors[j].op for j in taken if far[i] >> j & 1)) if len(taken) else (0.0, (), (), ())
             try:
-                anchored.remember(make(*(int(v[i]) for v in sub)), s, hit)
+                req = make(*(int(v[i]) for v in sub))
             except PtoCostError:
                 continue
+            # a reduction's anchors walk its source tile (a5_anchored.anchor_tile), as an elementwise op's its own,
+            # unless three tiles of it do not fit: then they take its first rows and scale (`anchor_rows`), per request
+            if a.family not in REDUCE_FAMILIES or anchor_rows(req) >= anchor_tile(req).rows:
+                anchored.remember(req, s, hit)
 
 
 def _formula_params(table, src: Request, strategy: str, extents: list | None = None) -> list:
