@@ -39,7 +39,7 @@ from ..lower.a5 import dispatch, vf
 from ..lower.a5.dispatch import SELECT_VARIANTS
 from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..lower.alloc import buffers_end
-from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request, anchor_rows, anchor_tile
+from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request, anchor_rows
 from ..models.a5_features import body_signature, chunk_work, contains_work
 from ..models.a5_formula import A5FormulaModel, beyond_extent, extent_limits, key_of, lookup, measured_source, price_limits
 from ..models.a5_formula import cycles as formula_cycles
@@ -393,29 +393,35 @@ def warm_anchored(make, sh: Shapes, models) -> None:
         rows = np.flatnonzero(full if s.startswith("1d") else shaped)
         if not anchors or not len(rows):
             continue
-        sub = sh.take(rows)
+        sub = at = sh.take(rows)
+        scale = np.ones(len(rows))
+        if a.family in REDUCE_FAMILIES:
+            # a reduction's anchors walk its source tile (a5_anchored.anchor_tile), or where three tiles of it do not
+            # fit the unified buffer its first rows, their correction scaled to its valid rows (`anchor_rows`)
+            bits = a.tile("src").dtype.bits
+            took = np.maximum(1, np.minimum(sub.rows, (_A.ub_bytes - 96) // (3 * sub.cols * bits // 8)))
+            at = Shapes(took, sub.cols, np.minimum(sub.vr, took), sub.vc)
+            scale = np.where(sub.vr > 0, sub.vr / np.maximum(np.minimum(sub.vr, took), 1), 1.0)
         # per anchor: its difference where it fits the unified buffer (the per-request path leaves out one that
         # does not) and was priced; a row where a fitting anchor was not priced is left to the per-request path
         diffs, fits, prices, ok = [], [], [], np.ones(len(rows), dtype=bool)
         for x in anchors:
-            fit = ub_need(list(x.buffers), sub, _A.ub_align_bytes) <= _A.ub_bytes
-            d, priced, price = anchor_correction(anchored.pipeline, make, s, (x,), sub, tables)
+            fit = ub_need(list(x.buffers), at, _A.ub_align_bytes) <= _A.ub_bytes
+            d, priced, price = anchor_correction(anchored.pipeline, make, s, (x,), at, tables)
             ok &= ~fit | priced
             diffs.append(d), fits.append(fit), prices.append(price[0])
         D, F, P = np.array(diffs), np.array(fits), np.array(prices)
-        far = anchors_beyond(anchors, s, sub)
+        far = anchors_beyond(anchors, s, at)
         for i in np.flatnonzero(ok).tolist():
             taken = np.flatnonzero(F[:, i])
-            hit = (float(D[taken, i].sum() / len(taken)), tuple(anchors[j].op for j in taken),
+            hit = (float(scale[i] * D[taken, i].sum() / len(taken)), tuple(anchors[j].op for j in taken),
                    tuple(float(P[j, i]) for j in taken),
                    tuple(anchors[j].op for j in taken if far[i] >> j & 1)) if len(taken) else (0.0, (), (), ())
             try:
                 req = make(*(int(v[i]) for v in sub))
             except PtoCostError:
                 continue
-            # a reduction's anchors walk its source tile (a5_anchored.anchor_tile), as an elementwise op's its own,
-            # unless three tiles of it do not fit: then they take its first rows and scale (`anchor_rows`), per request
-            if a.family not in REDUCE_FAMILIES or anchor_rows(req) >= anchor_tile(req).rows:
+            if a.family not in REDUCE_FAMILIES or anchor_rows(req) == int(at.rows[i]):  # as the per-request path took
                 anchored.remember(req, s, hit)
 
 
