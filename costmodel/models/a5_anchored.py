@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from ..errors import PtoCostError
 from ..isa_a5 import VfProgram
 from ..lower.a5.reduce import REDUCE_FAMILIES
@@ -72,11 +74,16 @@ def anchor_rows(req: Request) -> int:
     t = anchor_tile(req)
     if req.family not in REDUCE_FAMILIES:
         return t.rows
+    return int(rows_that_fit(t.rows, t.row_stride * t.dtype.bits // 8))
+
+
+def rows_that_fit(rows, row_bytes):
+    """Return how many of a source's rows (scalars or arrays), of `row_bytes` bytes each, fit the unified buffer three
+    times side by side, at least one (`anchor_rows`)."""
     from ..arch import constants
 
-    row_bytes = t.row_stride * t.dtype.bits // 8
     # 96: the alignment three tiles may take, once per tile (QA 54: it was counted once per row, 16 rows for 17)
-    return max(1, min(t.rows, (constants("a5").ub_bytes - 96) // (3 * row_bytes)))
+    return np.maximum(1, np.minimum(rows, (constants("a5").ub_bytes - 96) // (3 * row_bytes)))
 
 
 def anchor_request(op: str, req: Request, strategy: str, rows: int | None = None) -> Request:

@@ -39,9 +39,10 @@ from ..lower.a5 import dispatch, vf
 from ..lower.a5.dispatch import SELECT_VARIANTS
 from ..lower.a5.reduce import REDUCE_FAMILIES
 from ..lower.alloc import buffers_end
-from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request, anchor_rows
+from ..models.a5_anchored import AnchoredPipeline, anchor_plans, anchor_request, anchor_rows, rows_that_fit
 from ..models.a5_features import body_signature, chunk_work, contains_work
-from ..models.a5_formula import A5FormulaModel, beyond_extent, extent_limits, key_of, lookup, measured_source, price_limits
+from ..models.a5_formula import (A5FormulaModel, beyond_extent, extent_limits, key_of, lookup, measured_source,
+                                 price_limits)
 from ..models.a5_formula import cycles as formula_cycles
 from ..models.a5_pipeline import PipelineModel
 from ..models.auto import FormulaThenPipeline
@@ -398,8 +399,7 @@ def warm_anchored(make, sh: Shapes, models) -> None:
         if a.family in REDUCE_FAMILIES:
             # a reduction's anchors walk its source tile (a5_anchored.anchor_tile), or where three tiles of it do not
             # fit the unified buffer its first rows, their correction scaled to its valid rows (`anchor_rows`)
-            bits = a.tile("src").dtype.bits
-            took = np.maximum(1, np.minimum(sub.rows, (_A.ub_bytes - 96) // (3 * sub.cols * bits // 8)))
+            took = rows_that_fit(sub.rows, sub.cols * a.tile("src").dtype.bits // 8)
             at = Shapes(took, sub.cols, np.minimum(sub.vr, took), sub.vc)
             scale = np.where(sub.vr > 0, sub.vr / np.maximum(np.minimum(sub.vr, took), 1), 1.0)
         # per anchor: its difference where it fits the unified buffer (the per-request path leaves out one that
