@@ -367,11 +367,7 @@ def heatmap_figure(df: pd.DataFrame, title: str = "", strategy: str = "default")
             switch = _worth_switching(d).astype(object)
             if "strategy" in d:
                 switch = switch.where(switch.astype(str) != d["strategy"].astype(str), kept)
-            d = d.assign(best=switch)
-            best = d.pivot_table(index="rows", columns="cols", values="best", aggfunc="first").reindex(index=ys, columns=xs)
-            names = sorted((n for n in pd.unique(best.to_numpy().ravel()) if isinstance(n, str) and n),
-                           key=lambda n: (n != kept, n))
-            codes = best.apply(lambda c: c.map({n: i for i, n in enumerate(names)})).to_numpy(float)
+            names, codes = _category_grid(d.assign(best=switch), "best", xs, ys, order=lambda n: (n != kept, n))
             cmap = _cmap("tab10", len(names))
             axes[row, 1].pcolormesh(*cells, np.ma.masked_invalid(codes), cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5)
             if missing:
@@ -391,15 +387,22 @@ def heatmap_figure(df: pd.DataFrame, title: str = "", strategy: str = "default")
     return fig
 
 
+def _category_grid(d: pd.DataFrame, column: str, xs: np.ndarray, ys: np.ndarray, order=None
+                   ) -> tuple[list[str], np.ndarray]:
+    """Return (the names `column` takes over the rows × cols grid, sorted by `order` or by name; each cell's index in
+    them, NaN where it has none)."""
+    grid = d.pivot_table(index="rows", columns="cols", values=column, aggfunc="first").reindex(index=ys, columns=xs)
+    names = sorted((n for n in pd.unique(grid.to_numpy().ravel()) if isinstance(n, str) and n), key=order)
+    return names, grid.apply(lambda c: c.map({n: i for i, n in enumerate(names)})).to_numpy(float)
+
+
 def _outline_defaults(ax, d: pd.DataFrame, xs: np.ndarray, ys: np.ndarray) -> None:
     """Outline the regions of a default-strategy heatmap where the default differs, each named at its middle cell: a
     step in the cycles is then seen to be the emission mode changing (QA 55: TROWSUM's cheap stripe at 96-112 cols
     was another mode, which nothing on the plot said)."""
-    grid = d.pivot_table(index="rows", columns="cols", values="strategy", aggfunc="first").reindex(index=ys, columns=xs)
-    names = sorted(n for n in pd.unique(grid.to_numpy().ravel()) if isinstance(n, str) and n)
+    names, codes = _category_grid(d, "strategy", xs, ys)
     if len(names) < 2:
         return
-    codes = grid.apply(lambda c: c.map({n: i for i, n in enumerate(names)})).to_numpy(float)
     if len(xs) > 1 and len(ys) > 1:
         ax.contour(xs, ys, np.ma.masked_invalid(codes), levels=np.arange(len(names) - 1) + 0.5, colors="white",
                    linewidths=1.2)

@@ -227,9 +227,9 @@ class IntrinsicModel:
                   if (limit := repeat_limit(table, key)) is not None and count > limit]
         # a sweep's note is the caveats alone: a class's typical error is no caveat (as an A5 key's, a5_formula.py),
         # nor a count of this plan's (a sweep's rows share the note)
-        self.group_note = "; ".join(x for x in (*notes, beyond_note(beyond, counts=False), in_place_note(plan.request))
-                                    if x)
-        self.source_note = "; ".join(x for x in (*notes, beyond_note(beyond, counts=True), in_place_note(plan.request),
+        in_place = in_place_note(plan.request)
+        self.group_note = "; ".join(x for x in (*notes, beyond_note(beyond, counts=False), in_place) if x)
+        self.source_note = "; ".join(x for x in (*notes, beyond_note(beyond, counts=True), in_place,
                                                  typical_error(used)) if x)
         return sum(terms.values()), tuple((k, v) for k, v in terms.items() if v)
 

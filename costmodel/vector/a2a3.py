@@ -154,8 +154,8 @@ def _convert_form(rep: Request, table) -> RowForm | None:
     eprs = sorted({st.epr for st, _ in steps})
     plan = convert.lower(rep, convert.strategies(rep)[0])  # its CTRL writes do not depend on the mode or shape
     ctrl = sum(isinstance(ins, SetSaturation) for ins in plan.body)
-    return _form(rep, "unary", eprs[0], [(st, Fraction(1)) for st, _ in steps], bufs, set(), table, ctrl=ctrl,
-                 legal_eprs=tuple(eprs))
+    return _form(rep, "unary", convert.mode_epr(steps), [(st, Fraction(1)) for st, _ in steps], bufs, set(), table,
+                 ctrl=ctrl, legal_eprs=tuple(eprs))
 
 
 def _select_form(rep: Request, table) -> RowForm | None:

@@ -189,7 +189,7 @@ class Anchor:
     epr: int                          # its own elements per chunk (a conversion's can differ, §3 step 3)
     contained: bool = False           # the op's chunk work contains the anchor's: the op is never priced below it
     corrects: bool = True             # False: a floor only (AnchoredPipeline.floors), not in the mean correction
-    limits: tuple | None = None       # its key's measured extent (`extent_limits`), None: none recorded
+    limits: tuple | None = None       # the extent its formula price holds within (`price_limits`), None: none
 
 
 @dataclass
@@ -309,11 +309,7 @@ class Prepared:
     def _beyond(f: Form, program: int, sh: Shapes):
         """Whether each row runs the form's formula program beyond its key's measured extent (its note says so)."""
         limits = f.extents[program] if program < len(f.extents) else None
-        if limits is None:
-            return 0
-        dim = f.name[:2]
-        chunks = cdiv(sh.vr * sh.vc, f.epr) if dim == "1d" else sh.vr * cdiv(sh.vc, f.epr)
-        return beyond_extent(limits, chunks, sh.vr, dim).astype(np.int8)
+        return 0 if limits is None else past_extent(limits, f.epr, f.name, sh).astype(np.int8)
 
     def _correction(self, f: Form, sh: Shapes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return anchor_correction(self.pipe, self.make, f.name, f.anchors, sh, self.tables)
@@ -351,12 +347,18 @@ def anchors_beyond(anchors: tuple[Anchor, ...], strategy: str, sh: Shapes) -> np
     """Per row, a bit per correcting anchor (in their order) whose formula runs beyond its key's measured extent on
     the row's tiles (a5_formula.formula_beyond: the note names those anchors)."""
     bits = np.zeros(len(sh.vr), dtype=np.int16)
-    dim = strategy[:2]
     for i, a in enumerate(x for x in anchors if x.corrects):
         if a.limits is not None:
-            chunks = cdiv(sh.vr * sh.vc, a.epr) if dim == "1d" else sh.vr * cdiv(sh.vc, a.epr)
-            bits |= beyond_extent(a.limits, chunks, sh.vr, dim).astype(np.int16) << i
+            bits |= past_extent(a.limits, a.epr, strategy, sh).astype(np.int16) << i
     return bits
+
+
+def past_extent(limits: tuple, epr: int, strategy: str, sh: Shapes) -> np.ndarray:
+    """Per row, whether a program of `epr`-element chunks in `strategy` on the row's valid region runs beyond
+    `limits` (a5_formula.beyond_extent, over the trip counts vf_trips gives the plan)."""
+    dim = strategy[:2]
+    chunks = cdiv(sh.vr * sh.vc, epr) if dim == "1d" else sh.vr * cdiv(sh.vc, epr)
+    return beyond_extent(limits, chunks, sh.vr, dim)
 
 
 def warm_anchored(make, sh: Shapes, models) -> None:
@@ -449,9 +451,7 @@ def _anchors(rep: Request, strategy: str, table) -> tuple[Anchor, ...]:
     own = chunk_work(lower_request(rep, strategy)) if rep.family not in REDUCE_FAMILIES else None
     floors = []
     if own is not None:  # AnchoredPipeline.floors: the measured ops whose own rows do not price them here
-        taken = {a.op for a, _, _ in found}
-        floors = [x for x in anchor_plans(rep, strategy, table, own=False)
-                  if x[0].op not in taken and contains_work(own, chunk_work(x[1]))]
+        floors = [x for x in anchor_plans(rep, strategy, table, own=False) if contains_work(own, chunk_work(x[1]))]
     return tuple(Anchor(a.op, params, tuple((t.dtype.bits, 0) for _, t in a.tiles), plan.body[0].epr,
                         own is not None and contains_work(own, chunk_work(plan)), corrects=i < len(found),
                         limits=price_limits(table, key_of(a, strategy), body_signature(plan), "key")

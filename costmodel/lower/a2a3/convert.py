@@ -58,7 +58,13 @@ def strategies(req: Request) -> tuple[str, dict[str, str | None]]:
     for e in eprs:
         for name, why in legal_modes("unary", req, e).items():
             table[name] = table.get(name) or why
-    return default_mode("unary", req, eprs[0]), table
+    return default_mode("unary", req, mode_epr(steps)), table
+
+
+def mode_epr(steps) -> int:
+    """Return the EPR the unary mode rule picks a conversion's default at: its widest step's (the fewest elements a
+    repeat)."""
+    return min(s.epr for s, _ in steps)
 
 
 def lower(req: Request, strategy: str) -> Plan:
@@ -77,8 +83,7 @@ def lower(req: Request, strategy: str) -> Plan:
     if not saturating:
         body.append(SetSaturation(True))
     buffers = allocate("a2a3", list(req.tiles), scratch)
-    # the unary rule at the EPR `strategies` picks the default with: the narrowest step's
-    why = mode_note("unary", req, min(s.epr for s, _ in steps), strategy)
+    why = mode_note("unary", req, mode_epr(steps), strategy)
     notes = (why, *mode_notes("a2a3", req.dtype.name, req.dst.dtype.name, req.param("round_mode"),
                               req.param("saturation")))
     return Plan("a2a3", req.op, strategy, req, buffers, tuple(body), notes)
